@@ -1,0 +1,1 @@
+"""Entry-point plugin registering the SQL drivers."""

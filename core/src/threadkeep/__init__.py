@@ -1,0 +1,152 @@
+"""threadkeep: durable, typed, cursor-paginated chat history for AI agents.
+
+Pick a backend by URL and open it::
+
+    from threadkeep import Message, open_store
+
+    async with open_store("sqlite+aiosqlite:///./threadkeep.db") as store:
+        chat = await store.create_chat("user-1", "thread-1")
+        await store.append_message(chat.chat_id, Message(role="user", content="hi"))
+        page = await store.list_messages(chat.chat_id, limit=50)
+
+See ``threadkeep.typing`` for the protocols, ``threadkeep.testing`` for test helpers.
+"""
+
+from ._capabilities import Capabilities
+from ._content import DEFAULT_MAX_MESSAGE_BYTES, PreparedMessage
+from ._cursor import CursorCodec
+from ._dedup import (
+    DEDUPLICATION_KEY_LENGTH,
+    chat_deduplication_key,
+    normalize_participant_id,
+    participant_id,
+    session_deduplication_key,
+)
+from ._driver import DriverPrimitives, NestedKind
+from ._errors import (
+    ArchiveError,
+    ArchiveIntegrityError,
+    BackendUnavailable,
+    CapabilityNotSupported,
+    ChatNotFound,
+    Conflict,
+    IdempotencyConflict,
+    InvalidArgument,
+    InvalidContent,
+    InvalidCursor,
+    MessageNotFound,
+    NotFound,
+    PayloadTooLarge,
+    RunNotFound,
+    StepNotFound,
+    ThreadkeepError,
+    UnknownDriver,
+)
+from ._filters import chat_matches, message_matches
+from ._models import (
+    ActionPart,
+    Boundary,
+    Chat,
+    ChatStatus,
+    CustomPart,
+    ErrorPart,
+    FilePart,
+    ImagePart,
+    Message,
+    MessageKind,
+    MessageStatus,
+    Part,
+    Reasoning,
+    Role,
+    Share,
+    ToolCall,
+)
+from ._paging import (
+    DEFAULT_PAGE_LIMIT,
+    MAX_PAGE_LIMIT,
+    ChatFilter,
+    MessageFilter,
+    Page,
+    Viewer,
+)
+from ._plugins import hookimpl
+from ._registry import installed_schemes, open_store
+from ._runs import Run, RunStatus, Step, StepStatus, StepType
+from ._settings import DEFAULT_URL, Settings, load_settings
+from ._store import Store
+from ._store_chats import ErasureReceipt
+from ._store_context import trim_orphan_tool_results
+from ._store_core import as_utc
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEDUPLICATION_KEY_LENGTH",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_PAGE_LIMIT",
+    "DEFAULT_URL",
+    "MAX_PAGE_LIMIT",
+    "ActionPart",
+    "ArchiveError",
+    "ArchiveIntegrityError",
+    "BackendUnavailable",
+    "Boundary",
+    "Capabilities",
+    "CapabilityNotSupported",
+    "Chat",
+    "ChatFilter",
+    "ChatNotFound",
+    "ChatStatus",
+    "Conflict",
+    "CursorCodec",
+    "CustomPart",
+    "DriverPrimitives",
+    "ErasureReceipt",
+    "ErrorPart",
+    "FilePart",
+    "IdempotencyConflict",
+    "ImagePart",
+    "InvalidArgument",
+    "InvalidContent",
+    "InvalidCursor",
+    "Message",
+    "MessageFilter",
+    "MessageKind",
+    "MessageNotFound",
+    "MessageStatus",
+    "NestedKind",
+    "NotFound",
+    "Page",
+    "Part",
+    "PayloadTooLarge",
+    "PreparedMessage",
+    "Reasoning",
+    "Role",
+    "Run",
+    "RunNotFound",
+    "RunStatus",
+    "Settings",
+    "Share",
+    "Step",
+    "StepNotFound",
+    "StepStatus",
+    "StepType",
+    "Store",
+    "ThreadkeepError",
+    "ToolCall",
+    "UnknownDriver",
+    "Viewer",
+    "__version__",
+    "as_utc",
+    "chat_deduplication_key",
+    "chat_matches",
+    "hookimpl",
+    "installed_schemes",
+    "load_settings",
+    "message_matches",
+    "normalize_participant_id",
+    "open_store",
+    "participant_id",
+    "session_deduplication_key",
+    "trim_orphan_tool_results",
+]

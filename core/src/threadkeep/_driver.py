@@ -1,0 +1,275 @@
+"""The driver SPI: the storage primitives a driver implements under :class:`threadkeep.Store`.
+
+``Store`` implements the public API (validation, cursors, idempotency checks, boundaries,
+runs) once, on top of these primitives; a driver subclasses ``Store`` and implements them.
+Each primitive states what must be atomic. Primitives return ``None`` for "no such live
+record" and leave raising public errors to ``Store``, except where a docstring says
+otherwise. A driver maps its native errors into the :mod:`threadkeep` error tree (usually
+``BackendUnavailable``) in one context manager and never lets them escape.
+
+The primitives for steps and runs (capability ``steps``) and for cold archiving (capability
+``archive``) have default implementations that raise ``CapabilityNotSupported``, so a small
+driver implements only the chat and message primitives.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from ._content import PreparedMessage
+from ._errors import CapabilityNotSupported
+from ._models import Chat, Message
+from ._paging import ChatFilter, MessageFilter
+from ._runs import Run, Step
+
+__all__ = ["DriverPrimitives", "NestedKind"]
+
+NestedKind = Literal["tool_call", "reasoning"]
+"""Which nested list of a message a lookup searches."""
+
+
+def _unsupported(capability: str) -> CapabilityNotSupported:
+    return CapabilityNotSupported(
+        f"this driver does not declare the {capability!r} capability; use a driver that does "
+        "(see docs/capabilities.md)"
+    )
+
+
+class DriverPrimitives(ABC):
+    """Storage primitives; see the module docstring for the contract they share."""
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @abstractmethod
+    async def _open(self) -> None:
+        """Connect, create or migrate the schema. Called once by ``Store.open``."""
+
+    @abstractmethod
+    async def _close(self) -> None:
+        """Release connections. Called once by ``Store.close``; must not raise."""
+
+    @abstractmethod
+    async def _load_secret(self, candidate: bytes) -> bytes:
+        """Return the store's persisted cursor secret, storing ``candidate`` if it has none.
+
+        Atomic insert-if-absent: concurrent openers all get the same secret.
+        """
+
+    # -- chats ---------------------------------------------------------------------------
+
+    @abstractmethod
+    async def _insert_chat(self, chat: Chat) -> Chat:
+        """Insert ``chat`` unless a live chat has its ``(user_id, thread_id)``; return the winner.
+
+        Atomic: under N concurrent calls for one key exactly one chat is created and every
+        call returns it (no error). The new chat gets the next store-wide ``seq``. Deleted
+        chats do not hold the key.
+        """
+
+    @abstractmethod
+    async def _get_chat(self, chat_id: UUID) -> Chat | None:
+        """Return the chat, deleted or not, or ``None`` if it does not exist."""
+
+    @abstractmethod
+    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
+        """Return the live (not deleted) chat of ``(user_id, thread_id)``, or ``None``."""
+
+    @abstractmethod
+    async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
+        """Write ``chat``'s descriptive fields and return the stored chat.
+
+        When ``expected_revision`` is given, writes only if the stored ``revision`` equals
+        it (compare-and-set) and returns ``None`` otherwise. The stored revision is bumped
+        by every write to the chat: this one, and every ``_insert_messages``,
+        ``_replace_message`` and ``_hide_messages`` that changes one of its messages, in the
+        same atomic step where the store allows (cold archiving relies on it to detect a
+        chat that changed while its bundle was written). Writes ``name``, ``agent_id``, ``channel``, ``tenant_id``, ``team_id``, ``share``,
+        ``metadata``, extra fields, ``status``, ``archive_ref``, ``deleted_at`` and
+        ``updated_at``; never ``seq``, ``created_at`` or ``last_message_at`` (appends own
+        those). Returns ``None`` if the chat does not exist. Clearing ``deleted_at`` while
+        another live chat holds the key must raise ``Conflict``.
+        """
+
+    @abstractmethod
+    async def _page_chats(
+        self, chat_filter: ChatFilter, before_seq: int | None, limit: int
+    ) -> list[Chat]:
+        """Return at most ``limit`` chats matching the filter, ``seq < before_seq``, seq DESC."""
+
+    @abstractmethod
+    async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
+        """Remove a chat and everything of it for good; return counts removed per kind.
+
+        Keys: ``chats``, ``messages`` and, where stored, ``steps``, ``runs`` and any
+        driver-specific index records (for example ``locators``).
+        """
+
+    # -- messages ------------------------------------------------------------------------
+
+    @abstractmethod
+    async def _insert_messages(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        """Append a batch to a live, hot chat, all or nothing; return ``(stored, created)`` pairs.
+
+        Returns ``None`` (writing nothing) if the chat is missing, deleted or archived.
+        Each message with an ``agui_id`` already stored in the chat is not inserted: the
+        stored message is returned with ``created=False``; if its fingerprint differs from
+        the new one, nothing of the batch is written and ``IdempotencyConflict`` is raised.
+        Every other message gets the next ``seq`` of the chat, reserved atomically (strictly
+        increasing in commit order under concurrent writers; gaps allowed),
+        ``created_at = message.created_at or now``, ``updated_at = now``; the chat's
+        ``last_message_at`` and ``updated_at`` become ``now``. ``Store`` guarantees no two
+        messages of one batch share an ``agui_id``.
+        """
+
+    @abstractmethod
+    async def _get_message(self, message_id: UUID) -> Message | None:
+        """Return the visible message (it and its chat not deleted), or ``None``."""
+
+    @abstractmethod
+    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+        """Return the visible message of the chat with this ``agui_id``, or ``None``."""
+
+    @abstractmethod
+    async def _replace_message(
+        self, prepared: PreparedMessage, expected_revision: int, now: datetime
+    ) -> Message | None:
+        """Compare-and-set a message's body on its revision.
+
+        Writes ``prepared`` over the stored message with the same ``message_id`` only if the
+        stored ``revision`` equals ``expected_revision`` and the message is visible; the
+        stored revision becomes ``expected_revision + 1`` and ``updated_at`` becomes
+        ``now``. Returns the stored message, or ``None`` (writing nothing) otherwise.
+        ``seq``, ``chat_id``, ``agui_id`` and ``created_at`` never change.
+        """
+
+    @abstractmethod
+    async def _page_messages(
+        self,
+        chat_id: UUID,
+        message_filter: MessageFilter,
+        before_seq: int | None,
+        limit: int,
+    ) -> list[Message] | None:
+        """Return at most ``limit`` visible messages, ``seq < before_seq``, seq DESC.
+
+        Returns ``None`` if the chat is missing, deleted or archived (so one round trip
+        serves the common case and ``Store`` looks at the chat only on ``None``).
+        """
+
+    @abstractmethod
+    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+        """Return at most ``limit`` visible messages with ``seq > after_seq``, seq ASC."""
+
+    @abstractmethod
+    async def _last_boundary(self, chat_id: UUID) -> Message | None:
+        """Return the visible message of kind ``boundary`` with the highest seq, or ``None``."""
+
+    @abstractmethod
+    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
+        """Map each live chat of ``chat_ids`` that has a visible message to its newest one."""
+
+    @abstractmethod
+    async def _hide_messages(
+        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
+    ) -> int:
+        """Soft-delete those messages of the chat; return how many were visible before."""
+
+    @abstractmethod
+    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+        """Return the visible message holding the tool call / reasoning with this id."""
+
+    @abstractmethod
+    async def _find_nested_by_agui_id(
+        self, kind: NestedKind, chat_id: UUID, agui_id: str
+    ) -> Message | None:
+        """Return the visible message of the chat holding a tool call / reasoning by agui_id.
+
+        When several do, the one with the highest seq.
+        """
+
+    # -- archive support (capability "archive") ------------------------------------------
+
+    async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+        """Return at most ``limit`` messages, hidden ones included, ``seq > after_seq``, ASC."""
+        raise _unsupported("archive")
+
+    async def _delete_hot_messages(self, chat_id: UUID) -> int:
+        """Hard-delete every message of the chat (and its index records); return the count."""
+        raise _unsupported("archive")
+
+    async def _restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
+        """Insert messages exactly as given (ids, seq, timestamps, deleted_at, revision).
+
+        Idempotent: messages whose ``message_id`` is already stored are skipped. Afterwards
+        the chat's next seq is greater than every restored seq. Returns how many were
+        inserted.
+        """
+        raise _unsupported("archive")
+
+    async def _delete_hot_steps(self, chat_id: UUID) -> int:
+        """Hard-delete every step of the chat; return the count (archive + steps)."""
+        raise _unsupported("archive")
+
+    async def _restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:
+        """Insert steps exactly as given (ids, seq, timestamps); skip stored ``step_id``s.
+
+        Afterwards the chat's next step seq is greater than every restored seq. Returns how
+        many were inserted (archive + steps).
+        """
+        raise _unsupported("archive")
+
+    # -- steps and runs (capability "steps") ---------------------------------------------
+
+    async def _save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
+        """Upsert steps by ``step_id``, atomically; new ones get the chat's next step seq.
+
+        Existing steps keep ``seq`` and ``created_at``; everything else is replaced and
+        ``updated_at`` becomes ``now``. Returns the stored steps in input order.
+        """
+        raise _unsupported("steps")
+
+    async def _get_step(self, step_id: UUID) -> Step | None:
+        """Return the step, or ``None``."""
+        raise _unsupported("steps")
+
+    async def _steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
+        """Return the run's steps, seq ASC."""
+        raise _unsupported("steps")
+
+    async def _steps_for_stack(self, stack_id: str) -> list[Step]:
+        """Return the steps with this ``stack_id``, seq ASC."""
+        raise _unsupported("steps")
+
+    async def _last_incomplete_step(self, chat_id: UUID) -> Step | None:
+        """Return the highest-seq step of the chat whose status is not ``completed``."""
+        raise _unsupported("steps")
+
+    async def _scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
+        """Return at most ``limit`` steps of the chat with ``seq > after_seq``, ASC."""
+        raise _unsupported("steps")
+
+    async def _delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
+        """Hard-delete the run's messages (by ``run_id``), steps and run record; return counts."""
+        raise _unsupported("steps")
+
+    async def _insert_run(self, run: Run) -> Run:
+        """Insert the run unless ``(chat_id, run_id)`` exists; return the stored run."""
+        raise _unsupported("steps")
+
+    async def _get_run(self, chat_id: UUID, run_id: str) -> Run | None:
+        """Return the run, or ``None``."""
+        raise _unsupported("steps")
+
+    async def _replace_run(self, run: Run, expected_revision: int) -> Run | None:
+        """Compare-and-set the run on its revision (stored revision becomes expected + 1)."""
+        raise _unsupported("steps")
+
+    async def _expired_runs(self, now: datetime, limit: int) -> list[Run]:
+        """Return at most ``limit`` active runs whose ``lease_expires_at`` is before ``now``."""
+        raise _unsupported("steps")

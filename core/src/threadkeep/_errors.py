@@ -1,0 +1,124 @@
+"""The threadkeep exception tree.
+
+Every error a store, driver or service raises is one of these; drivers map native errors
+(asyncpg, aiosqlite, pymongo, botocore) into the most specific class and chain the original
+with ``raise ... from exc``, so callers never need to import a driver's exceptions::
+
+    ThreadkeepError
+    ├── NotFound
+    │   ├── ChatNotFound
+    │   ├── MessageNotFound          (messages, nested tool calls and reasonings)
+    │   ├── StepNotFound
+    │   └── RunNotFound
+    ├── InvalidArgument              (also a ValueError)
+    │   ├── InvalidCursor
+    │   ├── InvalidContent
+    │   └── PayloadTooLarge
+    ├── Conflict
+    │   └── IdempotencyConflict
+    ├── BackendUnavailable
+    ├── ArchiveError
+    │   └── ArchiveIntegrityError
+    ├── UnknownDriver
+    └── CapabilityNotSupported
+
+Each message says what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArchiveError",
+    "ArchiveIntegrityError",
+    "BackendUnavailable",
+    "CapabilityNotSupported",
+    "ChatNotFound",
+    "Conflict",
+    "IdempotencyConflict",
+    "InvalidArgument",
+    "InvalidContent",
+    "InvalidCursor",
+    "MessageNotFound",
+    "NotFound",
+    "PayloadTooLarge",
+    "RunNotFound",
+    "StepNotFound",
+    "ThreadkeepError",
+    "UnknownDriver",
+]
+
+
+class ThreadkeepError(Exception):
+    """Base class of every error threadkeep raises."""
+
+
+class NotFound(ThreadkeepError):
+    """A record does not exist, or is hidden (soft-deleted, or its chat is)."""
+
+
+class ChatNotFound(NotFound):
+    """No live chat has the given id (unknown, soft-deleted or purged)."""
+
+
+class MessageNotFound(NotFound):
+    """No visible message, tool call or reasoning has the given id."""
+
+
+class StepNotFound(NotFound):
+    """No step has the given id."""
+
+
+class RunNotFound(NotFound):
+    """No run has the given (chat, run) key."""
+
+
+class InvalidArgument(ThreadkeepError, ValueError):
+    """An argument is out of range or malformed (for example ``limit=0``)."""
+
+
+class InvalidCursor(InvalidArgument):
+    """A cursor was not issued by this store for this query, or was altered.
+
+    Cursors are bound to the chat/filter they page and signed with the store's secret; a
+    cursor from another chat, another filter, another store secret, or with any byte changed
+    raises this. Start again from the first page (``cursor=None``).
+    """
+
+
+class InvalidContent(InvalidArgument):
+    """Content cannot be stored exactly, for example a lone UTF-16 surrogate.
+
+    Replace the offending characters (the stream layer uses U+FFFD) and write again.
+    """
+
+
+class PayloadTooLarge(InvalidArgument):
+    """A message exceeds the store's ``max_message_bytes``; nothing was written."""
+
+
+class Conflict(ThreadkeepError):
+    """A concurrent writer won, or the write contradicts stored state."""
+
+
+class IdempotencyConflict(Conflict):
+    """An ``agui_id`` already stored in the chat was sent again with a different payload."""
+
+
+class BackendUnavailable(ThreadkeepError):
+    """The storage backend could not be reached or failed; the operation may be retried."""
+
+
+class ArchiveError(ThreadkeepError):
+    """The archive store failed or holds something unexpected."""
+
+
+class ArchiveIntegrityError(ArchiveError):
+    """An archived bundle does not match its recorded SHA-256 or format version."""
+
+
+class UnknownDriver(ThreadkeepError):
+    """No installed driver serves a URL's scheme; the message names the package to install."""
+
+
+class CapabilityNotSupported(ThreadkeepError):
+    """The driver does not declare the capability an operation needs."""

@@ -1,0 +1,134 @@
+"""Choosing a driver by URL scheme (SPEC section 4).
+
+Drivers come from the ``threadkeep_drivers`` hook of every plugin in the ``threadkeep``
+entry-point group (see :mod:`threadkeep._plugins`); the scheme is the part of the URL before
+``://`` (``sqlite+aiosqlite``, ``postgresql+asyncpg``, ``mongodb``, ``memory``...).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING, Any
+
+from ._errors import InvalidArgument, UnknownDriver
+from ._plugins import plugin_manager
+from ._settings import load_settings
+
+if TYPE_CHECKING:
+    from ._store import Store
+
+__all__ = [
+    "KNOWN_SCHEMES",
+    "archive_class_for",
+    "driver_class_for",
+    "installed_archive_schemes",
+    "installed_schemes",
+    "open_store",
+    "url_scheme",
+]
+
+KNOWN_SCHEMES = {
+    "memory": "threadkeep",
+    "file": "threadkeep",
+    "sqlite": "threadkeep-sql",
+    "sqlite+aiosqlite": "threadkeep-sql",
+    "postgresql": "threadkeep-sql",
+    "postgresql+asyncpg": "threadkeep-sql",
+    "mongodb": "threadkeep-mongodb",
+    "mongodb+srv": "threadkeep-mongodb",
+    "memservice": "threadkeep-memservice",
+    "s3": "threadkeep-s3",
+}
+"""Schemes of the drivers this project ships, and the distribution that provides each."""
+
+
+def url_scheme(url: str) -> str:
+    """Return the lowercase scheme of ``url`` (the text before ``://``).
+
+    Raises:
+        InvalidArgument: If ``url`` has no ``scheme://``.
+    """
+    scheme, sep, _ = url.partition("://")
+    if not sep or not scheme:
+        raise InvalidArgument(f"{url!r} is not a store URL like 'memory://' or 'sqlite+aiosqlite:///./threadkeep.db'")
+    return scheme.lower()
+
+
+def _classes_by_scheme(hook_name: str) -> dict[str, type[Any]]:
+    found: dict[str, type[Any]] = {}
+    for classes in getattr(plugin_manager().hook, hook_name)():
+        for cls in classes:
+            for scheme in getattr(cls, "schemes", ()):
+                found.setdefault(scheme.lower(), cls)
+    return found
+
+
+def installed_schemes() -> list[str]:
+    """Return the store URL schemes the installed drivers serve, sorted."""
+    return sorted(_classes_by_scheme("threadkeep_drivers"))
+
+
+def installed_archive_schemes() -> list[str]:
+    """Return the archive URL schemes the installed archive drivers serve, sorted."""
+    return sorted(_classes_by_scheme("threadkeep_archives"))
+
+
+def _unknown(scheme: str, installed: list[str], what: str) -> UnknownDriver:
+    parts = [f"no installed {what} serves {scheme!r}://"]
+    package = KNOWN_SCHEMES.get(scheme)
+    if package:
+        parts.append(f"install it with: pip install {package}")
+    else:
+        close = difflib.get_close_matches(scheme, installed + list(KNOWN_SCHEMES), n=1)
+        if close:
+            parts.append(f"did you mean {close[0]!r}?")
+    parts.append(f"installed: {', '.join(installed) or 'none'}")
+    return UnknownDriver("; ".join(parts))
+
+
+def driver_class_for(url: str) -> type[Store]:
+    """Return the store class serving ``url``'s scheme.
+
+    Raises:
+        InvalidArgument: If ``url`` is not a URL.
+        UnknownDriver: If no installed driver serves the scheme; the message names the
+            installed schemes and the package that would add it.
+    """
+    scheme = url_scheme(url)
+    classes = _classes_by_scheme("threadkeep_drivers")
+    if scheme not in classes:
+        raise _unknown(scheme, sorted(classes), "driver")
+    return classes[scheme]  # type: ignore[no-any-return]
+
+
+def archive_class_for(url: str) -> type[Any]:
+    """Return the archive store class serving ``url``'s scheme (``file``, ``s3``...).
+
+    Raises:
+        UnknownDriver: As :func:`driver_class_for`, for archive drivers.
+    """
+    scheme = url_scheme(url)
+    classes = _classes_by_scheme("threadkeep_archives")
+    if scheme not in classes:
+        raise _unknown(scheme, sorted(classes), "archive driver")
+    return classes[scheme]
+
+
+def open_store(url: str | None = None, **options: Any) -> Store:
+    """Return an unopened store for ``url``; use it as ``async with open_store(url) as s:``.
+
+    Args:
+        url: The store URL; default ``THREADKEEP_URL``, then the settings file, then the
+            embedded SQLite file ``./threadkeep.db``.
+        **options: Driver options (``cursor_secret``, ``clock``, ``max_message_bytes``,
+            ``message_model`` and driver-specific ones). ``cursor_secret`` defaults to
+            ``THREADKEEP_CURSOR_SECRET``.
+
+    Raises:
+        UnknownDriver: If no installed driver serves the URL's scheme.
+        InvalidArgument: If the URL or an option is invalid.
+    """
+    settings = load_settings(url=url)
+    if options.get("cursor_secret") is None and settings.cursor_secret:
+        options["cursor_secret"] = settings.cursor_secret
+    return driver_class_for(settings.url).from_url(settings.url, **options)

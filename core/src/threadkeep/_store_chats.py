@@ -1,0 +1,295 @@
+"""Chat operations of ``Store``: create, read, update, delete, restore, list, purge, erase."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, Field
+
+from ._content import dump_json, validate_model
+from ._errors import ChatNotFound, Conflict, InvalidArgument
+from ._models import Chat, ChatStatus, Share
+from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
+from ._store_core import StoreCore
+
+__all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to"]
+
+_MUTABLE_CHAT_FIELDS = frozenset(
+    {"name", "agent_id", "channel", "tenant_id", "team_id", "share", "metadata"}
+)
+_CAS_ATTEMPTS = 16
+
+
+class ErasureReceipt(BaseModel):
+    """What ``erase_user`` removed: counts per store, then per kind of record.
+
+    Example: ``{"hot": {"chats": 2, "messages": 40, "steps": 3}, "archive": {"bundles": 1}}``.
+    """
+
+    user_id: str
+    stores: dict[str, dict[str, int]] = Field(default_factory=dict)
+
+    def add(self, store: str, counts: dict[str, int]) -> None:
+        """Add ``counts`` to the totals of ``store``."""
+        totals = self.stores.setdefault(store, {})
+        for kind, count in counts.items():
+            totals[kind] = totals.get(kind, 0) + count
+
+
+def chat_visible_to(chat: Chat, viewer: Viewer) -> bool:
+    """Return whether ``viewer`` may see ``chat`` (owner, or team when shared; same tenant)."""
+    if viewer.tenant_id is not None and chat.tenant_id != viewer.tenant_id:
+        return False
+    if chat.user_id == viewer.user_id:
+        return True
+    return (
+        chat.share is Share.TEAM and viewer.team_id is not None and chat.team_id == viewer.team_id
+    )
+
+
+class ChatOps(StoreCore):
+    """Chat operations (SPEC section 3, "Ordering and identity", "Deletion and tenancy")."""
+
+    async def create_chat(
+        self,
+        user_id: str,
+        thread_id: str,
+        *,
+        agent_id: str | None = None,
+        channel: str | None = None,
+        tenant_id: str | None = None,
+        team_id: str | None = None,
+        name: str | None = None,
+        share: Share = Share.PRIVATE,
+        metadata: dict[str, Any] | None = None,
+    ) -> Chat:
+        """Return the live chat of ``(user_id, thread_id)``, creating it if there is none.
+
+        Idempotent under concurrency: N parallel calls for one key return one chat and never
+        raise for the race (SPEC section 3). When the chat exists, the other arguments are
+        ignored and the stored chat is returned unchanged. After the chat is deleted, the
+        same key creates a new chat.
+
+        Args:
+            user_id: The owner (non-empty).
+            thread_id: The caller's thread key (non-empty), for example the AG-UI thread id.
+            agent_id: The agent the chat talks to.
+            channel: Where the chat happens (``"widget"``, ``"telegram"``, ``"api"``...).
+            tenant_id: The tenant; filters never return another tenant's chats.
+            team_id: The owner's team (used when ``share`` is ``team``).
+            name: A display name.
+            share: ``private`` (owner only) or ``team``.
+            metadata: JSON-compatible application data.
+
+        Returns:
+            The stored chat, with ``chat_id``, ``seq`` and timestamps set.
+
+        Raises:
+            InvalidArgument: If an argument does not validate (for example an empty id).
+            InvalidContent: If a string holds a lone surrogate.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        now = self._now()
+        chat = validate_model(
+            self.chat_model,
+            {
+                "user_id": user_id,
+                "thread_id": thread_id,
+                "agent_id": agent_id,
+                "channel": channel,
+                "tenant_id": tenant_id,
+                "team_id": team_id,
+                "name": name,
+                "share": share,
+                "metadata": metadata or {},
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
+        dump_json(chat.model_dump(mode="json"))
+        return await self._insert_chat(chat)
+
+    async def get_chat(self, chat_id: UUID, *, viewer: Viewer | None = None) -> Chat:
+        """Return a live chat (active or archived).
+
+        Args:
+            chat_id: The chat.
+            viewer: When given, the chat must be visible to this viewer.
+
+        Raises:
+            ChatNotFound: If the chat does not exist, is deleted, or is not visible to
+                ``viewer``.
+        """
+        self._require_open()
+        chat = await self._get_chat(chat_id)
+        if chat is None or chat.deleted_at is not None:
+            raise ChatNotFound(f"no live chat {chat_id}")
+        if viewer is not None and not chat_visible_to(chat, viewer):
+            raise ChatNotFound(f"no live chat {chat_id} visible to user {viewer.user_id!r}")
+        return chat
+
+    async def find_chat(self, user_id: str, thread_id: str) -> Chat | None:
+        """Return the live chat of ``(user_id, thread_id)``, or ``None``."""
+        self._require_open()
+        return await self._find_live_chat(user_id, thread_id)
+
+    async def update_chat(self, chat_id: UUID, **changes: Any) -> Chat:
+        """Change a live chat's descriptive fields.
+
+        Args:
+            chat_id: The chat.
+            **changes: Any of ``name``, ``agent_id``, ``channel``, ``tenant_id``,
+                ``team_id``, ``share``, ``metadata`` (replaced whole).
+
+        Returns:
+            The updated chat.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted.
+            InvalidArgument: If a field is not changeable or a value does not validate.
+        """
+        unknown = set(changes) - _MUTABLE_CHAT_FIELDS
+        if unknown:
+            msg = f"cannot change {sorted(unknown)}; changeable: {sorted(_MUTABLE_CHAT_FIELDS)}"
+            raise InvalidArgument(msg)
+        return await self._rewrite_chat(chat_id, changes, live=True)
+
+    async def rename_chat(self, chat_id: UUID, name: str) -> Chat:
+        """Set a live chat's name; see :meth:`update_chat` for errors."""
+        return await self.update_chat(chat_id, name=name)
+
+    async def delete_chat(self, chat_id: UUID) -> Chat:
+        """Soft-delete a chat: every read path hides it and its messages from now on.
+
+        Returns:
+            The deleted chat (``deleted_at`` set). ``restore_chat`` brings it back; ``purge``
+            removes it for good.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is already deleted.
+        """
+        return await self._rewrite_chat(chat_id, {"deleted_at": self._now()}, live=True)
+
+    async def restore_chat(self, chat_id: UUID) -> Chat:
+        """Bring back a soft-deleted chat (a live chat is returned unchanged).
+
+        Raises:
+            ChatNotFound: If the chat does not exist (or was purged).
+            Conflict: If another live chat now holds its ``(user_id, thread_id)``.
+        """
+        self._require_open()
+        chat = await self._get_chat(chat_id)
+        if chat is None:
+            raise ChatNotFound(f"no chat {chat_id}")
+        if chat.deleted_at is None:
+            return chat
+        return await self._rewrite_chat(chat_id, {"deleted_at": None}, live=False)
+
+    async def _rewrite_chat(self, chat_id: UUID, changes: dict[str, Any], *, live: bool) -> Chat:
+        self._require_open()
+        for _ in range(_CAS_ATTEMPTS):
+            chat = await self._get_chat(chat_id)
+            if chat is None or (live and chat.deleted_at is not None):
+                raise ChatNotFound(f"no live chat {chat_id}")
+            data = {**chat.model_dump(), **changes, "updated_at": self._now()}
+            updated = validate_model(self.chat_model, data)
+            dump_json(updated.model_dump(mode="json"))
+            stored = await self._update_chat(updated, chat.revision)
+            if stored is not None:
+                return stored
+        raise Conflict(f"chat {chat_id} kept changing; try again")
+
+    async def list_chats(
+        self,
+        chat_filter: ChatFilter | None = None,
+        *,
+        limit: int = DEFAULT_PAGE_LIMIT,
+        cursor: str | None = None,
+    ) -> Page[Chat]:
+        """Return one page of chats, newest created first (keyset on the store's chat seq).
+
+        Args:
+            chat_filter: Which chats (default: every live chat). Never crosses ``tenant_id``
+                when one is given.
+            limit: Chats per page; default 50, capped at 200.
+            cursor: ``next_cursor`` of the previous page, issued for the same filter.
+
+        Returns:
+            The page; its items run oldest to newest.
+
+        Raises:
+            InvalidArgument: If ``limit`` is below 1.
+            InvalidCursor: If the cursor is foreign, altered or for another filter.
+        """
+        self._require_open()
+        chat_filter = chat_filter or ChatFilter()
+        size = self._page_limit(limit)
+        scope = {"kind": "chats", "filter": chat_filter.model_dump(mode="json")}
+        before = self._decode_cursor(cursor, scope)
+        rows = await self._page_chats(chat_filter, before, size + 1)
+        page = rows[:size]
+        has_more = len(rows) > size
+        next_cursor = None
+        if has_more:
+            assert page[-1].seq is not None
+            next_cursor = self._encode_cursor(scope, page[-1].seq)
+        return Page[Chat](items=page[::-1], next_cursor=next_cursor, has_more=has_more)
+
+    async def purge(self, deleted_before: datetime) -> int:
+        """Remove for good every chat soft-deleted before ``deleted_before``.
+
+        Returns:
+            How many chats were removed (their messages, steps and runs go with them).
+        """
+        self._require_open()
+        removed = 0
+        chat_filter = ChatFilter(deleted="only", deleted_before=deleted_before)
+        while batch := await self._page_chats(chat_filter, None, 100):
+            for chat in batch:
+                counts = await self._purge_chat(chat.chat_id)
+                removed += counts.get("chats", 0)
+        return removed
+
+    async def erase_user(self, user_id: str) -> ErasureReceipt:
+        """Remove every chat of a person (live, deleted and archived) and all it holds.
+
+        Returns:
+            A receipt with counts under ``"hot"`` (and under each other store an archive
+            service adds).
+        """
+        self._require_open()
+        receipt = ErasureReceipt(user_id=user_id)
+        chat_filter = ChatFilter(user_id=user_id, deleted="include")
+        while batch := await self._page_chats(chat_filter, None, 100):
+            for chat in batch:
+                await self._erase_chat(chat, receipt)
+        return receipt
+
+    async def _erase_chat(self, chat: Chat, receipt: ErasureReceipt) -> None:
+        """Remove one chat for ``erase_user``; archive-aware stores extend it."""
+        receipt.add("hot", await self._purge_chat(chat.chat_id))
+
+    async def _require_hot_chat(self, chat_id: UUID) -> Chat:
+        """Return the live chat, rehydrating it first if it is archived.
+
+        Raises:
+            ChatNotFound: If it does not exist or is deleted.
+        """
+        chat = await self.get_chat(chat_id)
+        if chat.status is ChatStatus.ARCHIVED:
+            chat = await self._rehydrate(chat)
+        return chat
+
+    async def _rehydrate(self, chat: Chat) -> Chat:
+        """Bring an archived chat's messages back into the hot store.
+
+        The base store has no archive: it raises ``Conflict``. The archive layer overrides.
+        """
+        msg = (
+            f"chat {chat.chat_id} is archived ({chat.archive_ref}); install the archive "
+            "driver it names and open the store with archive support to read it"
+        )
+        raise Conflict(msg)
