@@ -1,0 +1,1 @@
+"""threadkeep-memservice: placeholder until its issue lands."""

@@ -1,0 +1,1 @@
+"""threadkeep-mongodb: placeholder until its issue lands."""

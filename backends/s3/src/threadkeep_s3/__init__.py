@@ -1,0 +1,1 @@
+"""threadkeep-s3: placeholder until its issue lands."""
