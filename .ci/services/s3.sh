@@ -65,7 +65,8 @@ do_start() {
 JSON
   # Iceberg/Lance catalogs are off (port 0); the S3/filer unix sockets live under $STATE (weed still
   # puts its gRPC sockets in /tmp as seaweedfs-*-grpc-<port>.sock and removes them on SIGTERM).
-  tk_spawn "$PIDFILE" "$LOG" "$VENV/bin/weed" mini \
+  mkdir -p "$STATE/glog"
+  tk_spawn "$PIDFILE" "$LOG" "$VENV/bin/weed" -logdir="$STATE/glog" mini \
     -master.telemetry=false -ip=127.0.0.1 -ip.bind=127.0.0.1 \
     -s3.allowDeleteBucketNotEmpty=false -s3.autoCreateBucket=false \
     -dir="$STATE/data" -s3.port=$S3_PORT -master.port=$MASTER_PORT -volume.port=$VOLUME_PORT \
