@@ -1,4 +1,4 @@
-"""Serialization and content checks shared by every driver (SPEC section 3, "Content fidelity").
+r"""Serialization and content checks shared by every driver (SPEC section 3, "Content fidelity").
 
 A message is stored as a JSON body plus a few indexed columns. The body is compact JSON
 written with ``ensure_ascii=False``; JSON escapes every control character, so U+0000 is

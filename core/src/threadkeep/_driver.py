@@ -87,7 +87,9 @@ class DriverPrimitives(ABC):
         by every write to the chat: this one, and every ``_insert_messages``,
         ``_replace_message`` and ``_hide_messages`` that changes one of its messages, in the
         same atomic step where the store allows (cold archiving relies on it to detect a
-        chat that changed while its bundle was written). Writes ``name``, ``agent_id``, ``channel``, ``tenant_id``, ``team_id``, ``share``,
+        chat that changed while its bundle was written).
+
+        Writes ``name``, ``agent_id``, ``channel``, ``tenant_id``, ``team_id``, ``share``,
         ``metadata``, extra fields, ``status``, ``archive_ref``, ``deleted_at`` and
         ``updated_at``; never ``seq``, ``created_at`` or ``last_message_at`` (appends own
         those). Returns ``None`` if the chat does not exist. Clearing ``deleted_at`` while

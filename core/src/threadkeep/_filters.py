@@ -30,19 +30,21 @@ def chat_matches(chat_filter: ChatFilter, chat: Chat) -> bool:
         wanted = getattr(chat_filter, field)
         if wanted is not None and getattr(chat, field) != wanted:
             return False
-    if chat_filter.keyword is not None:
-        if chat.name is None or chat_filter.keyword.casefold() not in chat.name.casefold():
-            return False
+    return _passes_text_and_time(chat_filter, chat)
+
+
+def _passes_text_and_time(chat_filter: ChatFilter, chat: Chat) -> bool:
+    keyword = chat_filter.keyword
+    if keyword is not None and keyword.casefold() not in (chat.name or "").casefold():
+        return False
     if chat_filter.visible_to is not None and not chat_visible_to(chat, chat_filter.visible_to):
         return False
-    if chat_filter.idle_before is not None:
-        idle = chat.last_message_at or chat.created_at
-        if idle is None or idle >= chat_filter.idle_before:
-            return False
-    if chat_filter.deleted_before is not None:
-        if chat.deleted_at is None or chat.deleted_at >= chat_filter.deleted_before:
-            return False
-    return True
+    idle = chat.last_message_at or chat.created_at
+    if chat_filter.idle_before is not None and (idle is None or idle >= chat_filter.idle_before):
+        return False
+    deleted_at = chat.deleted_at
+    before = chat_filter.deleted_before
+    return before is None or (deleted_at is not None and deleted_at < before)
 
 
 def message_matches(message_filter: MessageFilter, message: Message) -> bool:

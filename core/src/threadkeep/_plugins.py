@@ -101,5 +101,5 @@ def notify_messages_committed(store: Any, chat_id: UUID, messages: Sequence[Mess
         return
     try:
         hook(store=store, chat_id=chat_id, messages=list(messages))
-    except Exception:
+    except Exception:  # noqa: BLE001 - observers never fail a write (hookspec)
         _log.exception("a threadkeep_messages_committed observer failed; the write stands")

@@ -50,7 +50,8 @@ def url_scheme(url: str) -> str:
     """
     scheme, sep, _ = url.partition("://")
     if not sep or not scheme:
-        raise InvalidArgument(f"{url!r} is not a store URL like 'memory://' or 'sqlite+aiosqlite:///./threadkeep.db'")
+        msg = f"{url!r} is not a URL like 'memory://' or 'sqlite+aiosqlite:///./threadkeep.db'"
+        raise InvalidArgument(msg)
     return scheme.lower()
 
 
@@ -98,7 +99,7 @@ def driver_class_for(url: str) -> type[Store]:
     classes = _classes_by_scheme("threadkeep_drivers")
     if scheme not in classes:
         raise _unknown(scheme, sorted(classes), "driver")
-    return classes[scheme]  # type: ignore[no-any-return]
+    return classes[scheme]
 
 
 def archive_class_for(url: str) -> type[Any]:
@@ -115,7 +116,7 @@ def archive_class_for(url: str) -> type[Any]:
 
 
 def open_store(url: str | None = None, **options: Any) -> Store:
-    """Return an unopened store for ``url``; use it as ``async with open_store(url) as s:``.
+    """Return an unopened store for ``url`` (use it with ``async with``).
 
     Args:
         url: The store URL; default ``THREADKEEP_URL``, then the settings file, then the

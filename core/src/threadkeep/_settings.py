@@ -60,4 +60,5 @@ def load_settings(**overrides: str | None) -> Settings:
     Raises:
         pydantic.ValidationError: If the settings file is malformed.
     """
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return Settings.model_validate(given)

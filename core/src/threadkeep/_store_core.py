@@ -26,7 +26,7 @@ from ._cursor import CursorCodec
 from ._driver import DriverPrimitives
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
 from ._models import Chat, Message
-from ._paging import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT
+from ._paging import MAX_PAGE_LIMIT
 
 __all__ = ["Clock", "StoreCore", "as_utc", "system_clock"]
 

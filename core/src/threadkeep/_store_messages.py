@@ -40,7 +40,7 @@ MessageInput = Message | Mapping[str, Any]
 class MessageOps(ChatOps):
     """Message operations (SPEC section 3, "Ordering and identity", "Pages")."""
 
-    def _coerce_message(self, message: MessageInput, chat_id: UUID) -> Message:
+    def _coerce_message(self, message: object, chat_id: UUID) -> Message:
         if isinstance(message, Message):
             data = message.model_dump()
         elif isinstance(message, Mapping):

@@ -8,7 +8,7 @@ never lose each other.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from ._content import message_fingerprint, validate_model
@@ -20,6 +20,7 @@ from ._store_messages import MessageOps
 __all__ = ["NestedOps"]
 
 _CAS_ATTEMPTS = 16
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +136,9 @@ class NestedOps(MessageOps):
             data = {**current.model_dump(), nest.list_field: [*existing, new]}
             stored = await self._cas(current, data)
             if stored is not None:
-                return _pick(getattr(stored, nest.list_field), nest.id_field, UUID(new[nest.id_field]))
+                return _pick(
+                    getattr(stored, nest.list_field), nest.id_field, UUID(new[nest.id_field])
+                )
         raise Conflict(f"message {message_id} kept changing under concurrent writers")
 
     async def _update_nested(self, nest: _Nest, item_id: UUID, changes: dict[str, Any]) -> Any:
@@ -158,7 +161,7 @@ class NestedOps(MessageOps):
         return await self._replace_message(self.prepare(updated), current.revision, self._now())
 
 
-def _pick(items: list[Any], field: str, value: Any) -> Any:
+def _pick(items: list[T], field: str, value: Any) -> T:
     for item in items:
         if getattr(item, field) == value:
             return item

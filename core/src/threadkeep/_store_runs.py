@@ -154,7 +154,9 @@ class RunOps(ContextOps):
         )
         stored = await self._insert_run(fresh)
         if stored.owner == owner and stored.status is RunStatus.ACTIVE:
-            return await self.heartbeat_run(chat_id, run_id, owner=owner, lease_seconds=lease_seconds)
+            return await self.heartbeat_run(
+                chat_id, run_id, owner=owner, lease_seconds=lease_seconds
+            )
         raise Conflict(f"run {run_id!r} is {stored.status} under owner {stored.owner!r}")
 
     async def heartbeat_run(
@@ -246,9 +248,11 @@ class RunOps(ContextOps):
                 marked = await self._transition(
                     run.chat_id,
                     run.run_id,
-                    lambda r, now: r.status is RunStatus.ACTIVE
-                    and r.lease_expires_at is not None
-                    and r.lease_expires_at <= now,
+                    lambda r, now: (
+                        r.status is RunStatus.ACTIVE
+                        and r.lease_expires_at is not None
+                        and r.lease_expires_at <= now
+                    ),
                     lambda now: {"status": RunStatus.INTERRUPTED, "lease_expires_at": None},
                     "it is no longer expired",
                 )
@@ -283,7 +287,9 @@ class RunOps(ContextOps):
                 break
             cursor = page.next_cursor
         if self.capabilities.steps:
-            steps = [s for s in await self._steps_for_run(chat_id, run_id) if s.status in _OPEN_STEP]
+            steps = [
+                s for s in await self._steps_for_run(chat_id, run_id) if s.status in _OPEN_STEP
+            ]
             for step in steps:
                 step.status = _STEP_END[status]
             if steps:

@@ -37,7 +37,9 @@ class MemoryRunsMixin(StoreCore):
                     chat.next_step_seq += 1
                 else:
                     continue
-                record = step.model_copy(update={"seq": seq, "created_at": created, "updated_at": now})
+                record = step.model_copy(
+                    update={"seq": seq, "created_at": created, "updated_at": now}
+                )
                 state.steps[step.step_id] = StepRow(
                     body=self.record_body(record),
                     chat_id=step.chat_id,
@@ -169,5 +171,3 @@ class MemoryRunsMixin(StoreCore):
                 if r.active and r.lease_expires_at is not None and r.lease_expires_at < now
             ]
             return [self._run(r) for r in rows[:limit]]
-
-

@@ -225,7 +225,9 @@ class MemoryStore(MemoryRunsMixin, Store):
                         )
                     results.append((existing, False))
                 else:
-                    results.append((self._new_row(chat_id, chat.next_seq + len(results), item, now), True))
+                    results.append(
+                        (self._new_row(chat_id, chat.next_seq + len(results), item, now), True)
+                    )
             created = [row for row, is_new in results if is_new]
             for row in created:
                 chat.add(row)
@@ -299,7 +301,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             return found
 
     async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
-        return [m for m in await self._scan_messages(chat_id, after_seq, limit, hidden=False)]
+        return await self._scan_messages(chat_id, after_seq, limit, hidden=False)
 
     async def _last_boundary(self, chat_id: UUID) -> Message | None:
         page = await self._page_messages(
