@@ -1,0 +1,72 @@
+"""Reading transcript files: one JSON document, or JSON Lines (one record per line)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .._errors import InvalidArgument
+
+__all__ = ["read_records"]
+
+
+def read_records(path: Path) -> list[Any]:
+    """Return the records of a transcript file.
+
+    A file holding a JSON array gives its items; a file holding one JSON object gives that
+    object; otherwise each non-blank line is parsed as one JSON record (JSON Lines). A UTF-8
+    byte-order mark is ignored.
+
+    Args:
+        path: The file.
+
+    Returns:
+        The records, in file order (not yet checked for shape).
+
+    Raises:
+        InvalidArgument: If the file is missing, unreadable, not UTF-8, empty, or neither
+            JSON nor JSON Lines; the message names the file and, for JSON Lines, the line.
+    """
+    text = _read_text(path)
+    stripped = text.lstrip()
+    if not stripped:
+        raise InvalidArgument(f"{path} is empty; expected a JSON array of records or JSON Lines")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if stripped.startswith("["):
+            msg = f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            raise InvalidArgument(msg) from exc
+        return _json_lines(text, path)
+    return document if isinstance(document, list) else [document]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError as exc:
+        raise InvalidArgument(f"{path}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise InvalidArgument(f"{path} is a directory, not a transcript file") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidArgument(f"{path} is not UTF-8 text (byte {exc.start})") from exc
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _json_lines(text: str, path: Path) -> list[Any]:
+    records: list[Any] = []
+    # Split on "\n" only: U+2028 and friends may appear raw inside JSON strings.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            msg = (
+                f"{path} is neither JSON nor JSON Lines: line {number} does not parse "
+                f"({exc.msg} at column {exc.colno})"
+            )
+            raise InvalidArgument(msg) from exc
+    return records

@@ -1,0 +1,151 @@
+"""Reading commands: ``threadkeep chats``, ``threadkeep history CHAT_ID``, ``threadkeep stats``.
+
+``chats`` and ``history`` show one page (SPEC section 3, "Pages"): the first page is the
+newest, items run oldest to newest, and ``--cursor`` takes the ``next_cursor`` a previous
+page printed to walk to older items. ``--json`` prints
+``{"items": [...], "next_cursor": ..., "has_more": ...}`` with items as the models' JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from uuid import UUID
+
+import typer
+from rich.text import Text
+
+from .._models import MessageKind
+from .._paging import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, ChatFilter, MessageFilter, Page
+from .._store import Store
+from ._app import (
+    CursorOption,
+    JsonOption,
+    LimitOption,
+    UrlOption,
+    UserOption,
+    opened_store,
+    print_json,
+    run,
+    stdout_console,
+)
+from ._render import chats_table, message_panel
+
+__all__ = ["chats", "count_store", "history", "register", "stats"]
+
+_ONLY_MESSAGES = MessageFilter(kinds=frozenset({MessageKind.MESSAGE}))
+
+
+def _page_json(page: Page[Any]) -> dict[str, Any]:
+    return {
+        "items": [item.model_dump(mode="json") for item in page.items],
+        "next_cursor": page.next_cursor,
+        "has_more": page.has_more,
+    }
+
+
+def _more_hint(command: str, page: Page[Any]) -> Text:
+    if not page.has_more:
+        return Text("(no older items)", style="dim")
+    return Text(f"older: {command} --cursor {page.next_cursor}", style="dim")
+
+
+def chats(
+    user: UserOption = None,
+    limit: LimitOption = DEFAULT_PAGE_LIMIT,
+    cursor: CursorOption = None,
+    url: UrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List chats, newest first, one page at a time."""
+
+    async def read() -> Page[Any]:
+        async with opened_store(url) as store:
+            return await store.list_chats(ChatFilter(user_id=user), limit=limit, cursor=cursor)
+
+    page = run(read())
+    if as_json:
+        print_json(_page_json(page))
+        return
+    console = stdout_console()
+    console.print(chats_table(page.items))
+    console.print(_more_hint("threadkeep chats", page))
+
+
+def history(
+    chat_id: Annotated[UUID, typer.Argument(help="The chat's id.", show_default=False)],
+    limit: LimitOption = DEFAULT_PAGE_LIMIT,
+    cursor: CursorOption = None,
+    url: UrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show one page of a chat's messages (the newest first; --cursor walks older)."""
+
+    async def read() -> Page[Any]:
+        async with opened_store(url) as store:
+            return await store.list_messages(chat_id, limit=limit, cursor=cursor)
+
+    page = run(read())
+    if as_json:
+        print_json(_page_json(page))
+        return
+    console = stdout_console()
+    for message in page.items:
+        console.print(message_panel(message))
+    console.print(_more_hint(f"threadkeep history {chat_id}", page))
+
+
+async def count_store(store: Store, chat_filter: ChatFilter | None = None) -> dict[str, int]:
+    """Count chats, messages (boundary markers left out) and tool calls, page by page.
+
+    Reads pages of 200, never a whole table or chat at once, so memory stays flat.
+
+    Returns:
+        ``{"chats": N, "messages": N, "tool_calls": N}``.
+    """
+    counts = {"chats": 0, "messages": 0, "tool_calls": 0}
+    chat_cursor: str | None = None
+    while True:
+        chat_page = await store.list_chats(chat_filter, limit=MAX_PAGE_LIMIT, cursor=chat_cursor)
+        for chat in chat_page.items:
+            counts["chats"] += 1
+            cursor: str | None = None
+            while True:
+                page = await store.list_messages(
+                    chat.chat_id, limit=MAX_PAGE_LIMIT, cursor=cursor, message_filter=_ONLY_MESSAGES
+                )
+                counts["messages"] += len(page.items)
+                counts["tool_calls"] += sum(len(m.tool_calls) for m in page.items)
+                if not page.has_more:
+                    break
+                cursor = page.next_cursor
+        if not chat_page.has_more:
+            return counts
+        chat_cursor = chat_page.next_cursor
+
+
+def stats(
+    user: UserOption = None,
+    url: UrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Count live chats, their messages and tool calls (walks every page)."""
+
+    async def read() -> dict[str, int]:
+        async with opened_store(url) as store:
+            return await count_store(store, ChatFilter(user_id=user))
+
+    counts = run(read())
+    if as_json:
+        print_json(counts)
+        return
+    typer.echo(
+        f"{counts['chats']:,} chats, {counts['messages']:,} messages, "
+        f"{counts['tool_calls']:,} tool calls"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``chats``, ``history`` and ``stats`` to ``app``."""
+    app.command("chats")(chats)
+    app.command("history")(history)
+    app.command("stats")(stats)
