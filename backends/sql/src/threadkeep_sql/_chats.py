@@ -1,0 +1,175 @@
+"""Chat primitives and the cursor secret of the SQL driver."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from threadkeep import Chat, ChatFilter, Conflict, Share
+
+from ._base import SqlBase
+from ._errors import map_native_errors
+from ._schema import CHAT_COLUMNS, chats, message_refs, messages, runs, settings, steps
+
+__all__ = ["ChatsMixin", "chat_filter_clauses"]
+
+_SECRET_KEY = "cursor_secret"
+_INSERT_ATTEMPTS = 8
+
+_GET_CHAT = sa.select(*CHAT_COLUMNS).where(chats.c.chat_id == sa.bindparam("chat_id"))
+_FIND_LIVE = sa.select(*CHAT_COLUMNS).where(
+    chats.c.dedup_key == sa.bindparam("dedup_key"), chats.c.deleted_at.is_(None)
+)
+_GET_SECRET = sa.select(settings.c.value).where(settings.c.key == _SECRET_KEY)
+
+
+def _chat_columns(chat: Chat) -> dict[str, Any]:
+    return {
+        "agent_id": chat.agent_id,
+        "channel": chat.channel,
+        "tenant_id": chat.tenant_id,
+        "team_id": chat.team_id,
+        "name": chat.name,
+        "name_folded": chat.name.casefold() if chat.name is not None else None,
+        "status": chat.status.value,
+        "share": chat.share.value,
+        "archive_ref": chat.archive_ref,
+        "updated_at": chat.updated_at,
+        "deleted_at": chat.deleted_at,
+    }
+
+
+def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.ColumnElement[bool]]:
+    """Translate a ``ChatFilter`` to WHERE clauses (the same rules as ``threadkeep.chat_matches``).
+
+    The keyword is matched against ``name_folded`` (``name.casefold()``, written with the
+    chat) with ``strpos``/``instr``, so it is an exact case-folded substring test with no
+    LIKE wildcards to escape.
+    """
+    c = chats.c
+    clauses: list[sa.ColumnElement[bool]] = []
+    if chat_filter.deleted == "exclude":
+        clauses.append(c.deleted_at.is_(None))
+    elif chat_filter.deleted == "only":
+        clauses.append(c.deleted_at.isnot(None))
+    for field in ("user_id", "tenant_id", "team_id", "agent_id", "channel"):
+        wanted = getattr(chat_filter, field)
+        if wanted is not None:
+            clauses.append(c[field] == wanted)
+    if chat_filter.status is not None:
+        clauses.append(c.status == chat_filter.status.value)
+    if chat_filter.keyword is not None:
+        find = sa.func.strpos if dialect == "postgresql" else sa.func.instr
+        clauses.append(find(c.name_folded, chat_filter.keyword.casefold()) > 0)
+    viewer = chat_filter.visible_to
+    if viewer is not None:
+        if viewer.tenant_id is not None:
+            clauses.append(c.tenant_id == viewer.tenant_id)
+        shared = sa.false()
+        if viewer.team_id is not None:
+            shared = sa.and_(c.share == Share.TEAM.value, c.team_id == viewer.team_id)
+        clauses.append(sa.or_(c.user_id == viewer.user_id, shared))
+    if chat_filter.idle_before is not None:
+        idle = sa.func.coalesce(c.last_message_at, c.created_at)
+        clauses.append(idle < chat_filter.idle_before)
+    if chat_filter.deleted_before is not None:
+        clauses.append(c.deleted_at < chat_filter.deleted_before)
+    return clauses
+
+
+class ChatsMixin(SqlBase):
+    """Chat primitives (``DriverPrimitives``, "chats") and ``_load_secret``."""
+
+    async def _load_secret(self, candidate: bytes) -> bytes:
+        stmt = self._upsert(settings).on_conflict_do_nothing(index_elements=[settings.c.key])
+        async with self._db.write() as conn:
+            await conn.execute(stmt, {"key": _SECRET_KEY, "value": candidate.hex()})
+        async with self._db.read() as conn:
+            stored = (await conn.execute(_GET_SECRET)).scalar_one()
+        return bytes.fromhex(stored)
+
+    async def _insert_chat(self, chat: Chat) -> Chat:
+        values = {
+            **_chat_columns(chat),
+            "chat_id": chat.chat_id,
+            "dedup_key": chat.dedup_key,
+            "user_id": chat.user_id,
+            "thread_id": chat.thread_id,
+            "revision": 0,
+            "next_seq": 1,
+            "next_step_seq": 1,
+            "created_at": chat.created_at,
+            "last_message_at": chat.last_message_at,
+            "body": self.record_body(chat),
+        }
+        stmt = (
+            self._upsert(chats)
+            .on_conflict_do_nothing(
+                index_elements=[chats.c.dedup_key], index_where=chats.c.deleted_at.is_(None)
+            )
+            .returning(chats.c.seq)
+        )
+        for _ in range(_INSERT_ATTEMPTS):
+            async with self._db.write() as conn:
+                seq = (await conn.execute(stmt, values)).scalar_one_or_none()
+            if seq is not None:
+                return chat.model_copy(update={"seq": seq, "revision": 0})
+            existing = await self._find_live_chat(chat.user_id, chat.thread_id)
+            if existing is not None:
+                return existing
+        raise Conflict(f"the chat ({chat.user_id!r}, {chat.thread_id!r}) kept changing; retry")
+
+    async def _get_chat(self, chat_id: UUID) -> Chat | None:
+        async with self._db.read() as conn:
+            row = (await conn.execute(_GET_CHAT, {"chat_id": chat_id})).first()
+        return None if row is None else self._chat_row(row)
+
+    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
+        key = Chat(user_id=user_id, thread_id=thread_id).dedup_key
+        async with self._db.read() as conn:
+            row = (await conn.execute(_FIND_LIVE, {"dedup_key": key})).first()
+        return None if row is None else self._chat_row(row)
+
+    async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
+        stmt = sa.update(chats).where(chats.c.chat_id == chat.chat_id)
+        if expected_revision is not None:
+            stmt = stmt.where(chats.c.revision == expected_revision)
+        stmt = stmt.values(
+            **_chat_columns(chat), revision=chats.c.revision + 1, body=self.record_body(chat)
+        ).returning(*CHAT_COLUMNS)
+        conflict = (
+            f"another live chat holds ({chat.user_id!r}, {chat.thread_id!r}); delete it "
+            "before restoring this one"
+        )
+        async with self._db.write() as conn:
+            with map_native_errors(conflict=conflict):
+                row = (await conn.execute(stmt)).first()
+        return None if row is None else self._chat_row(row)
+
+    async def _page_chats(
+        self, chat_filter: ChatFilter, before_seq: int | None, limit: int
+    ) -> list[Chat]:
+        stmt = sa.select(*CHAT_COLUMNS).where(*chat_filter_clauses(chat_filter, self._db.dialect))
+        if before_seq is not None:
+            stmt = stmt.where(chats.c.seq < before_seq)
+        stmt = stmt.order_by(chats.c.seq.desc()).limit(limit)
+        async with self._db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [self._chat_row(row) for row in rows]
+
+    async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        async with self._db.transaction() as conn:
+            for kind, table in (
+                ("locators", message_refs),
+                ("messages", messages),
+                ("steps", steps),
+                ("runs", runs),
+                ("chats", chats),
+            ):
+                result = await conn.execute(sa.delete(table).where(table.c.chat_id == chat_id))
+                counts[kind] = result.rowcount
+        counts.pop("locators")
+        return counts
+

@@ -1,0 +1,188 @@
+"""Engines and connections: how each operation reaches the database.
+
+Three ways in, chosen per operation by the driver:
+
+- :meth:`Database.read`: reads. PostgreSQL: ``AUTOCOMMIT`` (no ``BEGIN``/``COMMIT`` round
+  trips). SQLite: no ``BEGIN`` either (each statement is its own snapshot).
+- :meth:`Database.write`: one statement that is atomic by itself. PostgreSQL: ``AUTOCOMMIT``
+  again; SQLite: a write transaction, as below.
+- :meth:`Database.transaction`: several statements, all or nothing. PostgreSQL: a
+  transaction; SQLite: ``BEGIN IMMEDIATE`` (the SQLAlchemy recipe for pysqlite/aiosqlite:
+  the driver's own ``BEGIN`` is switched off and the ``begin`` event emits ours), so the write
+  lock is taken up front and a read-modify-write never fails half way with "database is
+  locked". SQLAlchemy rolls back on any exception, so a failed write never leaves a
+  transaction open.
+
+SQLite also runs with WAL, a 30 s busy timeout and, inside one process, an ``asyncio.Lock``
+that queues writers before they take a pooled connection (cheaper than the busy handler's
+sleeps). ``sqlite+aiosqlite:///:memory:`` is one shared connection (``StaticPool``) behind a
+lock that every operation takes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
+from threadkeep import InvalidArgument
+
+from ._errors import map_native_errors
+
+__all__ = ["SCHEMES", "Database", "Dialect", "normalize_url"]
+
+Dialect = Literal["postgresql", "sqlite"]
+
+SCHEMES: dict[str, str] = {
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "sqlite": "sqlite+aiosqlite",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+    "postgresql": "postgresql+asyncpg",
+}
+"""Served URL schemes and the SQLAlchemy driver name each maps to."""
+
+BUSY_TIMEOUT_MS = 30_000
+"""How long a SQLite writer waits for another process's write lock, in milliseconds."""
+
+_READ_OPTION = "threadkeep_read"
+
+
+def normalize_url(url: str) -> URL:
+    """Parse a store URL and pin the async driver (``sqlite`` -> ``sqlite+aiosqlite``...).
+
+    Raises:
+        InvalidArgument: If the URL cannot be parsed or its scheme is not served here.
+    """
+    scheme = url.partition("://")[0].lower()
+    if scheme not in SCHEMES:
+        msg = f"threadkeep-sql serves {sorted(SCHEMES)}, not {scheme!r}://"
+        raise InvalidArgument(msg)
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise InvalidArgument(f"cannot parse store URL: {exc}") from exc
+    return parsed.set(drivername=SCHEMES[scheme])
+
+
+def _is_memory(url: URL) -> bool:
+    return url.database in (None, "", ":memory:")
+
+
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Turn off the driver's implicit BEGIN: _sqlite_begin emits the one we want.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    if not connection.get_execution_options().get(_READ_OPTION):
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@dataclass
+class Database:
+    """An opened engine plus the locks and options each kind of operation uses.
+
+    Attributes:
+        engine: The SQLAlchemy async engine (transactions).
+        dialect: ``"postgresql"`` or ``"sqlite"``.
+    """
+
+    engine: AsyncEngine
+    dialect: Dialect
+    _single: AsyncEngine
+    _reader: AsyncEngine
+    _write_lock: asyncio.Lock | None = None
+    _every_lock: asyncio.Lock | None = None
+
+    @classmethod
+    def create(cls, url: URL, *, schema: str | None = None, pool_size: int = 10) -> Database:
+        """Build the engine for ``url`` (no I/O yet).
+
+        Args:
+            url: A normalized URL (see :func:`normalize_url`).
+            schema: PostgreSQL only: the schema to use (``search_path``); it must exist.
+            pool_size: Pooled connections kept open (PostgreSQL and SQLite files).
+
+        Raises:
+            InvalidArgument: If ``schema`` is given for SQLite.
+        """
+        if url.get_backend_name() == "sqlite":
+            if schema is not None:
+                raise InvalidArgument("the 'schema' option is for PostgreSQL only")
+            return cls._create_sqlite(url, pool_size)
+        connect_args: dict[str, Any] = {"timeout": 10}
+        if schema is not None:
+            connect_args["server_settings"] = {"search_path": schema}
+        engine = create_async_engine(
+            url, pool_size=pool_size, max_overflow=pool_size, connect_args=connect_args
+        )
+        auto = engine.execution_options(isolation_level="AUTOCOMMIT")
+        return cls(engine=engine, dialect="postgresql", _single=auto, _reader=auto)
+
+    @classmethod
+    def _create_sqlite(cls, url: URL, pool_size: int) -> Database:
+        memory = _is_memory(url)
+        if memory:
+            engine = create_async_engine(url, poolclass=StaticPool)
+        else:
+            engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
+        event.listen(engine.sync_engine, "connect", _sqlite_connect)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
+        reader = engine.execution_options(**{_READ_OPTION: True})
+        return cls(
+            engine=engine,
+            dialect="sqlite",
+            _single=engine,
+            _reader=reader,
+            _write_lock=asyncio.Lock(),
+            _every_lock=asyncio.Lock() if memory else None,
+        )
+
+    @asynccontextmanager
+    async def _enter(
+        self, engine: AsyncEngine, *, transaction: bool, write: bool
+    ) -> AsyncIterator[AsyncConnection]:
+        with map_native_errors():
+            async with AsyncExitStack() as stack:
+                if self._every_lock is not None:
+                    await stack.enter_async_context(self._every_lock)
+                elif write and self._write_lock is not None:
+                    await stack.enter_async_context(self._write_lock)
+                if transaction:
+                    yield await stack.enter_async_context(engine.begin())
+                else:
+                    yield await stack.enter_async_context(engine.connect())
+
+    def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """Return an async context manager giving a connection for reads."""
+        return self._enter(self._reader, transaction=False, write=False)
+
+    def write(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """Return an async context manager for one self-atomic write statement."""
+        if self.dialect == "postgresql":
+            return self._enter(self._single, transaction=False, write=True)
+        return self._enter(self.engine, transaction=True, write=True)
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """Return an async context manager for an all-or-nothing group of statements."""
+        return self._enter(self.engine, transaction=True, write=True)
+
+    async def dispose(self) -> None:
+        """Close every pooled connection; never raises."""
+        try:
+            with map_native_errors():
+                await self.engine.dispose()
+        except Exception:  # noqa: BLE001 - closing must not raise (DriverPrimitives._close)
+            return

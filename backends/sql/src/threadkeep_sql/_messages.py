@@ -1,0 +1,415 @@
+"""Message primitives of the SQL driver: append, read, replace, hide, page, nested lookups."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+from threadkeep import (
+    IdempotencyConflict,
+    Message,
+    MessageFilter,
+    MessageKind,
+    NestedKind,
+    PreparedMessage,
+    as_utc,
+)
+
+from ._base import SqlBase, message_values, ref_values
+from ._errors import is_unique_violation
+from ._pg_append import append_batch, append_one
+from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages
+
+__all__ = ["MessagesMixin"]
+
+_NO_SEQ = 2**62  # "before" for a first page: above every seq, so one cached statement serves
+_FAST_ATTEMPTS = 3
+
+_m, _c, _r = messages.c, chats.c, message_refs.c
+
+_CHAT_HOT = sa.exists().where(
+    _c.chat_id == sa.bindparam("chat_id"), _c.deleted_at.is_(None), _c.status == "active"
+)
+_CHAT_LIVE = sa.exists().where(_c.chat_id == _m.chat_id, _c.deleted_at.is_(None))
+
+_PAGE = (
+    sa.select(*MESSAGE_COLUMNS)
+    .where(
+        _m.chat_id == sa.bindparam("chat_id"),
+        _m.seq < sa.bindparam("before"),
+        _m.deleted_at.is_(None),
+        _CHAT_HOT,
+    )
+    .order_by(_m.seq.desc())
+    .limit(sa.bindparam("limit"))
+)
+_IS_HOT = sa.select(_CHAT_HOT)
+_LOCK_HOT_CHAT = (
+    sa.select(_c.next_seq)
+    .where(_c.chat_id == sa.bindparam("chat_id"), _c.deleted_at.is_(None), _c.status == "active")
+    .with_for_update()
+)
+_BUMP_CHAT = (
+    sa.update(chats)
+    .where(_c.chat_id == sa.bindparam("b_chat_id"))
+    .values(
+        next_seq=sa.bindparam("b_next_seq"),
+        revision=_c.revision + 1,
+        last_message_at=sa.bindparam("now"),
+        updated_at=sa.bindparam("now"),
+    )
+)
+_GET = sa.select(*MESSAGE_COLUMNS).where(
+    _m.message_id == sa.bindparam("message_id"), _m.deleted_at.is_(None), _CHAT_LIVE
+)
+_GET_BY_AGUI = sa.select(*MESSAGE_COLUMNS).where(
+    _m.chat_id == sa.bindparam("chat_id"),
+    _m.agui_id == sa.bindparam("agui_id"),
+    _m.deleted_at.is_(None),
+    _CHAT_LIVE,
+)
+_AFTER = (
+    sa.select(*MESSAGE_COLUMNS)
+    .where(
+        _m.chat_id == sa.bindparam("chat_id"),
+        _m.seq > sa.bindparam("after"),
+        _m.deleted_at.is_(None),
+        _CHAT_LIVE,
+    )
+    .order_by(_m.seq)
+    .limit(sa.bindparam("limit"))
+)
+_LAST_BOUNDARY = (
+    sa.select(*MESSAGE_COLUMNS)
+    .where(
+        _m.chat_id == sa.bindparam("chat_id"),
+        _m.kind == MessageKind.BOUNDARY.value,
+        _m.deleted_at.is_(None),
+        _CHAT_HOT,
+    )
+    .order_by(_m.seq.desc())
+    .limit(1)
+)
+_FIND_NESTED = (
+    sa.select(*MESSAGE_COLUMNS)
+    .join(message_refs, sa.and_(_r.chat_id == _m.chat_id, _r.seq == _m.seq))
+    .where(
+        _r.item_id == sa.bindparam("item_id"),
+        _r.kind == sa.bindparam("kind"),
+        _m.deleted_at.is_(None),
+        _CHAT_LIVE,
+    )
+    .order_by(_m.seq.desc())
+    .limit(1)
+)
+_FIND_NESTED_BY_AGUI = (
+    sa.select(*MESSAGE_COLUMNS)
+    .join(message_refs, sa.and_(_r.chat_id == _m.chat_id, _r.seq == _m.seq))
+    .where(
+        _r.chat_id == sa.bindparam("chat_id"),
+        _r.kind == sa.bindparam("kind"),
+        _r.agui_id == sa.bindparam("agui_id"),
+        _m.deleted_at.is_(None),
+        _CHAT_HOT,
+    )
+    .order_by(_m.seq.desc())
+    .limit(1)
+)
+_REPLACE = (
+    sa.update(messages)
+    .where(
+        _m.message_id == sa.bindparam("b_message_id"),
+        _m.revision == sa.bindparam("expected"),
+        _m.deleted_at.is_(None),
+        _CHAT_LIVE,
+    )
+    .values(
+        body=sa.bindparam("b_body"),
+        fingerprint=sa.bindparam("b_fingerprint"),
+        revision=sa.bindparam("expected") + 1,
+        updated_at=sa.bindparam("now"),
+        role=sa.bindparam("b_role"),
+        run_id=sa.bindparam("b_run_id"),
+        request_id=sa.bindparam("b_request_id"),
+        block_id=sa.bindparam("b_block_id"),
+    )
+    .returning(_m.chat_id, _m.seq, _m.created_at)
+)
+_DELETE_REFS = sa.delete(message_refs).where(
+    _r.chat_id == sa.bindparam("b_chat_id"), _r.seq == sa.bindparam("b_seq")
+)
+_TOUCH_CHAT = (
+    sa.update(chats).where(_c.chat_id == sa.bindparam("b_chat_id")).values(revision=_c.revision + 1)
+)
+
+
+def _last_messages_statement(dialect: str) -> sa.Select[Any]:
+    if dialect == "postgresql":
+        newest = (
+            sa.select(*MESSAGE_COLUMNS)
+            .where(_m.chat_id == _c.chat_id, _m.deleted_at.is_(None))
+            .order_by(_m.seq.desc())
+            .limit(1)
+            .lateral("newest")
+        )
+        ids = sa.bindparam("chat_ids", type_=ARRAY(sa.Uuid()))
+        return (
+            sa.select(newest)
+            .select_from(chats.join(newest, sa.true()))
+            .where(_c.chat_id == sa.any_(ids), _c.deleted_at.is_(None), _c.status == "active")
+        )
+    other = messages.alias("other")
+    newest_seq = (
+        sa.select(sa.func.max(other.c.seq))
+        .where(other.c.chat_id == _c.chat_id, other.c.deleted_at.is_(None))
+        .scalar_subquery()
+    )
+    return (
+        sa.select(*MESSAGE_COLUMNS)
+        .join(chats, _c.chat_id == _m.chat_id)
+        .where(
+            _c.chat_id.in_(sa.bindparam("chat_ids", expanding=True)),
+            _c.deleted_at.is_(None),
+            _c.status == "active",
+            _m.seq == newest_seq,
+        )
+    )
+
+
+def _filtered_page(message_filter: MessageFilter) -> sa.Select[Any]:
+    stmt = _PAGE
+    if message_filter.roles is not None:
+        stmt = stmt.where(_m.role.in_(sorted(r.value for r in message_filter.roles)))
+    if message_filter.kinds is not None:
+        stmt = stmt.where(_m.kind.in_(sorted(k.value for k in message_filter.kinds)))
+    for field in ("run_id", "request_id", "block_id"):
+        wanted = getattr(message_filter, field)
+        if wanted is not None:
+            stmt = stmt.where(_m[field] == wanted)
+    return stmt
+
+
+class MessagesMixin(SqlBase):
+    """Message primitives (``DriverPrimitives``, "messages")."""
+
+    _last_messages_sql: sa.Select[Any]
+
+    # -- append --------------------------------------------------------------------------
+
+    async def _insert_messages(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        if self._db.dialect == "postgresql":
+            fast = await self._insert_fast(chat_id, messages, now)
+            if fast is not None:
+                return fast
+        async with self._db.transaction() as conn:
+            return await self._insert_locked(conn, chat_id, messages, now)
+
+    async def _insert_fast(
+        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        """PostgreSQL: one statement per append; ``None`` sends the caller the slow way."""
+        for _ in range(_FAST_ATTEMPTS):
+            async with self._db.write() as conn:
+                if len(items) == 1:
+                    seq = await append_one(conn, chat_id, items[0], now)
+                    if seq is not None:
+                        return [(self._new(items[0], chat_id, seq, now), True)]
+                    if items[0].message.agui_id is None:
+                        return None
+                    row = await conn.execute(
+                        _GET_BY_AGUI, {"chat_id": chat_id, "agui_id": items[0].message.agui_id}
+                    )
+                    stored = row.first()
+                    if stored is not None:
+                        return [(self._message_row(stored), False)]
+                    continue
+                try:
+                    first = await append_batch(conn, chat_id, items, now)
+                except IntegrityError as exc:
+                    if is_unique_violation(exc):
+                        return None
+                    raise
+                if first is None:
+                    return None
+                return [
+                    (self._new(item, chat_id, first + i, now), True)
+                    for i, item in enumerate(items)
+                ]
+        return None
+
+    def _new(self, item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) -> Message:
+        created = item.message.created_at or now
+        return self._stored(item, chat_id, seq, revision=0, created_at=created, updated_at=now)
+
+    async def _insert_locked(
+        self,
+        conn: AsyncConnection,
+        chat_id: UUID,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+    ) -> list[tuple[Message, bool]] | None:
+        """Append inside a write transaction: lock the chat, check agui ids, insert, bump."""
+        next_seq = (await conn.execute(_LOCK_HOT_CHAT, {"chat_id": chat_id})).scalar()
+        if next_seq is None:
+            return None
+        existing = await self._stored_by_agui(conn, chat_id, items)
+        results: list[tuple[Message, bool]] = []
+        rows: list[dict[str, Any]] = []
+        refs: list[dict[str, Any]] = []
+        for item in items:
+            found = existing.get(item.message.agui_id or "")
+            if found is not None:
+                fingerprint, stored = found
+                if fingerprint != item.fingerprint:
+                    raise IdempotencyConflict(
+                        f"agui_id {item.message.agui_id!r} is stored in chat {chat_id} "
+                        f"(seq {stored.seq}) with a different payload; nothing was written"
+                    )
+                results.append((stored, False))
+                continue
+            rows.append(message_values(item, chat_id, next_seq, now))
+            refs += ref_values(item.message, chat_id, next_seq)
+            results.append((self._new(item, chat_id, next_seq, now), True))
+            next_seq += 1
+        if rows:
+            await conn.execute(sa.insert(messages), rows)
+            if refs:
+                await conn.execute(sa.insert(message_refs), refs)
+            await conn.execute(
+                _BUMP_CHAT, {"b_chat_id": chat_id, "b_next_seq": next_seq, "now": now}
+            )
+        return results
+
+    async def _stored_by_agui(
+        self, conn: AsyncConnection, chat_id: UUID, items: Sequence[PreparedMessage]
+    ) -> dict[str, tuple[str, Message]]:
+        aguis = [item.message.agui_id for item in items if item.message.agui_id is not None]
+        if not aguis:
+            return {}
+        stmt = sa.select(_m.agui_id, *MESSAGE_COLUMNS).where(
+            _m.chat_id == chat_id, _m.agui_id.in_(aguis)
+        )
+        found: dict[str, tuple[str, Message]] = {}
+        for agui_id, *row in (await conn.execute(stmt)).all():
+            found[agui_id] = (row[6], self._message_row(row))
+        return found
+
+    # -- single messages -----------------------------------------------------------------
+
+    async def _get_message(self, message_id: UUID) -> Message | None:
+        return await self._one(_GET, {"message_id": message_id})
+
+    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+        return await self._one(_GET_BY_AGUI, {"chat_id": chat_id, "agui_id": agui_id})
+
+    async def _one(self, stmt: sa.Executable, params: dict[str, Any]) -> Message | None:
+        async with self._db.read() as conn:
+            row = (await conn.execute(stmt, params)).first()
+        return None if row is None else self._message_row(row)
+
+    async def _replace_message(
+        self, prepared: PreparedMessage, expected_revision: int, now: datetime
+    ) -> Message | None:
+        message = prepared.message
+        params = {
+            "b_message_id": message.message_id,
+            "expected": expected_revision,
+            "b_body": prepared.body,
+            "b_fingerprint": prepared.fingerprint,
+            "now": now,
+            "b_role": message.role.value,
+            "b_run_id": message.run_id,
+            "b_request_id": message.request_id,
+            "b_block_id": message.block_id,
+        }
+        async with self._db.transaction() as conn:
+            row = (await conn.execute(_REPLACE, params)).first()
+            if row is None:
+                return None
+            chat_id, seq, created_at = row
+            await conn.execute(_DELETE_REFS, {"b_chat_id": chat_id, "b_seq": seq})
+            refs = ref_values(message, chat_id, seq)
+            if refs:
+                await conn.execute(sa.insert(message_refs), refs)
+            await conn.execute(_TOUCH_CHAT, {"b_chat_id": chat_id})
+        return self._stored(
+            prepared,
+            chat_id,
+            seq,
+            revision=expected_revision + 1,
+            created_at=as_utc(created_at),
+            updated_at=now,
+        )
+
+    async def _hide_messages(
+        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
+    ) -> int:
+        if not message_ids:
+            return 0
+        hide = (
+            sa.update(messages)
+            .where(_m.chat_id == chat_id, _m.message_id.in_(list(message_ids)))
+            .where(_m.deleted_at.is_(None))
+            .values(deleted_at=now, updated_at=now, revision=_m.revision + 1)
+        )
+        async with self._db.transaction() as conn:
+            hidden = (await conn.execute(hide)).rowcount
+            if hidden:
+                await conn.execute(_TOUCH_CHAT, {"b_chat_id": chat_id})
+        return hidden
+
+    # -- pages ---------------------------------------------------------------------------
+
+    async def _page_messages(
+        self,
+        chat_id: UUID,
+        message_filter: MessageFilter,
+        before_seq: int | None,
+        limit: int,
+    ) -> list[Message] | None:
+        stmt = _filtered_page(message_filter)
+        params = {
+            "chat_id": chat_id,
+            "before": _NO_SEQ if before_seq is None else before_seq,
+            "limit": limit,
+        }
+        async with self._db.read() as conn:
+            rows = (await conn.execute(stmt, params)).all()
+            if not rows and not (await conn.execute(_IS_HOT, {"chat_id": chat_id})).scalar():
+                return None
+        return [self._message_row(row) for row in rows]
+
+    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+        async with self._db.read() as conn:
+            params = {"chat_id": chat_id, "after": after_seq, "limit": limit}
+            rows = (await conn.execute(_AFTER, params)).all()
+        return [self._message_row(row) for row in rows]
+
+    async def _last_boundary(self, chat_id: UUID) -> Message | None:
+        return await self._one(_LAST_BOUNDARY, {"chat_id": chat_id})
+
+    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
+        async with self._db.read() as conn:
+            result = await conn.execute(self._last_messages_sql, {"chat_ids": list(chat_ids)})
+            rows = result.all()
+        found = [self._message_row(row) for row in rows]
+        return {m.chat_id: m for m in found if m.chat_id is not None}
+
+    # -- nested lookups ------------------------------------------------------------------
+
+    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+        return await self._one(_FIND_NESTED, {"kind": kind, "item_id": item_id})
+
+    async def _find_nested_by_agui_id(
+        self, kind: NestedKind, chat_id: UUID, agui_id: str
+    ) -> Message | None:
+        params = {"kind": kind, "chat_id": chat_id, "agui_id": agui_id}
+        return await self._one(_FIND_NESTED_BY_AGUI, params)

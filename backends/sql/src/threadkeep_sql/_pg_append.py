@@ -1,0 +1,195 @@
+"""PostgreSQL appends in one round trip each (the fast path of ``_insert_messages``).
+
+Measured in this workplace, the idiomatic SQLAlchemy style (a transaction, a SELECT for the
+next seq, an INSERT, an UPDATE) costs 2.3-3.9x raw asyncpg; these statements get close to raw:
+
+- one statement per append, sent in ``AUTOCOMMIT`` (no ``BEGIN``/``COMMIT`` round trips): a
+  data-modifying CTE bumps the chat's ``next_seq``/``revision``/``last_message_at`` (the row
+  lock on the chat orders concurrent appenders, so seqs are strictly increasing in commit
+  order) and inserts the message and its ``message_refs`` rows;
+- statements are built once (``text`` with named parameters), so SQLAlchemy's compiled cache
+  and asyncpg's prepared-statement cache both hit;
+- a batch goes through ``unnest`` of one array per column; a multi-row
+  ``insert().values([...])`` gets no compiled-cache key and recompiles on every call.
+
+A single append carries ``ON CONFLICT (chat_id, agui_id) DO NOTHING``; when nothing comes
+back the caller reads the stored message (a retry) or finds the chat is not hot. A batch has
+no ``ON CONFLICT`` (it must be all or nothing): if any of its ``agui_id``s is stored the chat
+update matches nothing and nothing is written, and a racing duplicate makes the whole
+statement fail; either way the caller falls back to the transactional path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from sqlalchemy import TextClause, text
+from sqlalchemy.ext.asyncio import AsyncConnection
+from threadkeep import PreparedMessage
+
+__all__ = ["append_batch", "append_one"]
+
+_BUMP = """
+    UPDATE chats
+       SET next_seq = next_seq + CAST(:n AS bigint), revision = revision + 1,
+           last_message_at = :now, updated_at = :now
+     WHERE chat_id = :chat_id AND deleted_at IS NULL AND status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM messages
+                        WHERE chat_id = :chat_id
+                          AND agui_id = ANY(CAST(:agui_ids AS text[])))
+ RETURNING next_seq - CAST(:n AS bigint) AS first_seq
+"""
+
+_COLUMNS = (
+    "chat_id, seq, message_id, agui_id, role, kind, run_id, request_id, block_id, "
+    "revision, created_at, updated_at, fingerprint, body"
+)
+
+_ONE = f"""
+WITH c AS ({_BUMP}),
+m AS (
+    INSERT INTO messages ({_COLUMNS})
+    SELECT :chat_id, c.first_seq, CAST(:message_id AS uuid), CAST(:agui_id AS text),
+           CAST(:role AS text), CAST(:kind AS text), CAST(:run_id AS text),
+           CAST(:request_id AS text), CAST(:block_id AS text), 0,
+           CAST(:created_at AS timestamptz), :now, CAST(:fingerprint AS text),
+           CAST(:body AS text)
+      FROM c
+    ON CONFLICT (chat_id, agui_id) WHERE agui_id IS NOT NULL DO NOTHING
+    RETURNING seq
+){{refs}}
+SELECT seq FROM m
+"""
+
+_ONE_REFS = """,
+r AS (
+    INSERT INTO message_refs (chat_id, seq, kind, position, item_id, agui_id)
+    SELECT :chat_id, m.seq, u.kind, u.position, u.item_id, u.agui_id
+      FROM m, unnest(CAST(:ref_kinds AS text[]), CAST(:ref_positions AS int[]),
+                     CAST(:ref_items AS uuid[]), CAST(:ref_aguis AS text[]))
+              AS u(kind, position, item_id, agui_id)
+)"""
+
+_BATCH = f"""
+WITH c AS ({_BUMP}),
+m AS (
+    INSERT INTO messages ({_COLUMNS})
+    SELECT :chat_id, c.first_seq + u.ord - 1, u.message_id, u.agui_id, u.role, u.kind,
+           u.run_id, u.request_id, u.block_id, 0, u.created_at, :now, u.fingerprint, u.body
+      FROM c, unnest(CAST(:message_ids AS uuid[]), CAST(:agui_ids AS text[]),
+                     CAST(:roles AS text[]), CAST(:kinds AS text[]), CAST(:run_ids AS text[]),
+                     CAST(:request_ids AS text[]), CAST(:block_ids AS text[]),
+                     CAST(:created_ats AS timestamptz[]), CAST(:fingerprints AS text[]),
+                     CAST(:bodies AS text[]))
+              WITH ORDINALITY AS u(message_id, agui_id, role, kind, run_id, request_id,
+                                   block_id, created_at, fingerprint, body, ord)
+){{refs}}
+SELECT first_seq FROM c
+"""
+
+_BATCH_REFS = """,
+r AS (
+    INSERT INTO message_refs (chat_id, seq, kind, position, item_id, agui_id)
+    SELECT :chat_id, c.first_seq + u.idx, u.kind, u.position, u.item_id, u.agui_id
+      FROM c, unnest(CAST(:ref_indexes AS bigint[]), CAST(:ref_kinds AS text[]),
+                     CAST(:ref_positions AS int[]), CAST(:ref_items AS uuid[]),
+                     CAST(:ref_aguis AS text[]))
+              AS u(idx, kind, position, item_id, agui_id)
+)"""
+
+APPEND_ONE: TextClause = text(_ONE.format(refs=""))
+APPEND_ONE_REFS: TextClause = text(_ONE.format(refs=_ONE_REFS))
+APPEND_BATCH: TextClause = text(_BATCH.format(refs=""))
+APPEND_BATCH_REFS: TextClause = text(_BATCH.format(refs=_BATCH_REFS))
+
+
+def _refs(messages: Sequence[PreparedMessage]) -> dict[str, list[Any]]:
+    refs: dict[str, list[Any]] = {
+        "ref_indexes": [],
+        "ref_kinds": [],
+        "ref_positions": [],
+        "ref_items": [],
+        "ref_aguis": [],
+    }
+    for index, item in enumerate(messages):
+        nested = [("tool_call", c.tool_call_id, c.agui_id) for c in item.message.tool_calls]
+        nested += [("reasoning", r.reasoning_id, r.agui_id) for r in item.message.reasonings]
+        positions: dict[str, int] = {"tool_call": 0, "reasoning": 0}
+        for kind, item_id, agui_id in nested:
+            refs["ref_indexes"].append(index)
+            refs["ref_kinds"].append(kind)
+            refs["ref_positions"].append(positions[kind])
+            refs["ref_items"].append(item_id)
+            refs["ref_aguis"].append(agui_id)
+            positions[kind] += 1
+    return refs
+
+
+async def append_one(
+    conn: AsyncConnection, chat_id: UUID, item: PreparedMessage, now: datetime
+) -> int | None:
+    """Append one message in one statement; return its seq, or ``None`` if nothing was written.
+
+    ``None`` means the chat is not hot, or the ``agui_id`` is already stored in the chat.
+    """
+    message = item.message
+    params: dict[str, Any] = {
+        "chat_id": chat_id,
+        "now": now,
+        "n": 1,
+        "agui_ids": [message.agui_id],
+        "message_id": message.message_id,
+        "agui_id": message.agui_id,
+        "role": message.role.value,
+        "kind": message.kind.value,
+        "run_id": message.run_id,
+        "request_id": message.request_id,
+        "block_id": message.block_id,
+        "created_at": message.created_at or now,
+        "fingerprint": item.fingerprint,
+        "body": item.body,
+    }
+    stmt = APPEND_ONE
+    if message.tool_calls or message.reasonings:
+        refs = _refs([item])
+        del refs["ref_indexes"]
+        params.update(refs)
+        stmt = APPEND_ONE_REFS
+    seq: int | None = (await conn.execute(stmt, params)).scalar_one_or_none()
+    return seq
+
+
+async def append_batch(
+    conn: AsyncConnection, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+) -> int | None:
+    """Append a batch in one statement; return the first seq, or ``None`` if nothing was written.
+
+    The messages get ``first_seq``, ``first_seq + 1``... in order. ``None`` means the chat is
+    not hot or one of the ``agui_id``s is already stored. A racing duplicate raises the
+    database's unique violation (nothing written).
+    """
+    messages = [item.message for item in items]
+    params: dict[str, Any] = {
+        "chat_id": chat_id,
+        "now": now,
+        "n": len(items),
+        "message_ids": [m.message_id for m in messages],
+        "agui_ids": [m.agui_id for m in messages],
+        "roles": [m.role.value for m in messages],
+        "kinds": [m.kind.value for m in messages],
+        "run_ids": [m.run_id for m in messages],
+        "request_ids": [m.request_id for m in messages],
+        "block_ids": [m.block_id for m in messages],
+        "created_ats": [m.created_at or now for m in messages],
+        "fingerprints": [item.fingerprint for item in items],
+        "bodies": [item.body for item in items],
+    }
+    stmt = APPEND_BATCH
+    if any(m.tool_calls or m.reasonings for m in messages):
+        params.update(_refs(items))
+        stmt = APPEND_BATCH_REFS
+    first: int | None = (await conn.execute(stmt, params)).scalar_one_or_none()
+    return first

@@ -1,0 +1,95 @@
+"""``SqlStore``: the SQL driver (PostgreSQL through asyncpg, SQLite through aiosqlite).
+
+Built on SQLAlchemy 2 Core (async), with the schema created and migrated by Alembic when the
+store opens. See :mod:`threadkeep_sql._schema` for the tables and
+:mod:`threadkeep_sql._engine` for how each operation reaches the database.
+
+Scale path (SPEC section 5): every message read and write names its ``chat_id``, and every
+page is a keyset walk on the primary key ``(chat_id, seq)``: ``WHERE chat_id = :c AND seq <
+:before ORDER BY seq DESC LIMIT :n`` is one descent of that index whatever the depth, so a
+page 500,000 messages deep costs what the first does (OFFSET would read and discard every
+row before it). The same key is what makes messages partitionable without changing a query:
+on PostgreSQL, ``messages`` and ``message_refs`` would become ``PARTITION BY HASH
+(chat_id)`` tables (for example 64 partitions, ``FOR VALUES WITH (MODULUS 64, REMAINDER
+n)``), each partition carrying its own ``(chat_id, seq)`` primary key and
+``(chat_id, agui_id)`` unique index, which PostgreSQL allows because both contain the
+partition key. Every query then prunes to one partition; ``message_id`` uniqueness would move
+to the application (UUIDv4) or a small lookup table, because a unique index on a partitioned
+table must include the partition key. The next step is Citus with ``chat_id`` as the
+distribution column (co-locating ``messages``, ``message_refs``, ``steps`` and ``runs``),
+and cold chats go to object storage through the archive service. Partitioning is not
+implemented here; the schema is ready for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlalchemy.engine import URL
+from threadkeep import Capabilities
+
+from ._archive import ArchiveMixin
+from ._chats import ChatsMixin
+from ._engine import SCHEMES, Database, normalize_url
+from ._messages import MessagesMixin, _last_messages_statement
+from ._migrate import upgrade_to_head
+from ._runs import RunsMixin
+
+__all__ = ["SqlStore"]
+
+
+class SqlStore(ChatsMixin, MessagesMixin, ArchiveMixin, RunsMixin):
+    """A threadkeep store on PostgreSQL or SQLite.
+
+    URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),
+    ``sqlite+aiosqlite:///:memory:`` (private to the store, one shared connection),
+    ``postgresql+asyncpg://user:password@host:5432/db``; ``sqlite://`` and ``postgresql://``
+    are aliases that pick the same async drivers. ``open()`` creates or migrates the schema
+    (Alembic, scripts shipped in the package) and is a no-op for a migrated database.
+
+    Args:
+        url: The store URL.
+        schema: PostgreSQL only: the schema to keep the tables in (it must exist); default
+            the connection's ``search_path``.
+        pool_size: Pooled connections (the pool may grow to twice this under load).
+        **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``,
+            ``max_message_bytes``, ``message_model``, ``chat_model``).
+
+    Raises:
+        InvalidArgument: If the URL's scheme is not served here or an option is invalid.
+    """
+
+    schemes: ClassVar[tuple[str, ...]] = tuple(SCHEMES)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        transactions=True,
+        steps=True,
+        archive=True,
+        persistent=True,
+        concurrent_processes=True,
+        notes={
+            "persistent": "not for sqlite+aiosqlite:///:memory:, which lives as long as the store",
+            "concurrent_processes": "SQLite files: one writer at a time (WAL, busy timeout 30 s)",
+        },
+    )
+
+    def __init__(
+        self, url: str, *, schema: str | None = None, pool_size: int = 10, **options: Any
+    ) -> None:
+        super().__init__(url, **options)
+        self._sa_url: URL = normalize_url(url)
+        self._schema = schema
+        self._pool_size = pool_size
+        Database.create(self._sa_url, schema=schema, pool_size=pool_size)  # validate options
+
+    async def _open(self) -> None:
+        self._db = Database.create(self._sa_url, schema=self._schema, pool_size=self._pool_size)
+        self._last_messages_sql = _last_messages_statement(self._db.dialect)
+        try:
+            async with self._db.transaction() as conn:
+                await conn.run_sync(upgrade_to_head)
+        except BaseException:
+            await self._db.dispose()
+            raise
+
+    async def _close(self) -> None:
+        await self._db.dispose()
