@@ -161,7 +161,10 @@ def prepare_message(message: Message, max_message_bytes: int) -> PreparedMessage
             f"{max_message_bytes}; split it or store the data elsewhere and link it"
         )
         raise PayloadTooLarge(msg)
-    data = message.model_dump(mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS))
+    # serialize_as_any: a ToolCall/Reasoning subclass instance keeps its own fields.
+    data = message.model_dump(
+        mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
+    )
     body = dump_json(data)
     limit = max_message_bytes + ENVELOPE_ALLOWANCE_BYTES
     if len(body) > limit and len(body.encode("utf-8")) > limit:

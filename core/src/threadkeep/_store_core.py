@@ -224,13 +224,17 @@ class StoreCore(DriverPrimitives):
     def message_body(message: Message) -> str:
         """Return a message's JSON body without store-assigned fields (for drivers)."""
         return dump_json(
-            message.model_dump(mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS))
+            message.model_dump(
+                mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
+            )
         )
 
     @staticmethod
     def fingerprint(message: Message) -> str:
         """Return the idempotency fingerprint of a stored or new message."""
-        data = message.model_dump(mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS))
+        data = message.model_dump(
+            mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
+        )
         return message_fingerprint(data)
 
     @staticmethod

@@ -42,7 +42,7 @@ class MessageOps(ChatOps):
 
     def _coerce_message(self, message: object, chat_id: UUID) -> Message:
         if isinstance(message, Message):
-            data = message.model_dump()
+            data = message.model_dump(serialize_as_any=True)  # keep nested subclass fields
         elif isinstance(message, Mapping):
             data = dict(message)
         else:
