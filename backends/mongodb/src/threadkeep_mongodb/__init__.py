@@ -1,1 +1,18 @@
-"""threadkeep-mongodb: placeholder until its issue lands."""
+"""threadkeep-mongodb: threadkeep on MongoDB through PyMongo's ``AsyncMongoClient``.
+
+Open it by URL like any driver::
+
+    from threadkeep import open_store
+
+    async with open_store("mongodb://localhost:27017/threadkeep?replicaSet=rs0") as store:
+        chat = await store.create_chat("user-1", "thread-1")
+
+One document per message, bodies stored as JSON text, per-chat seqs reserved atomically on
+the chat document inside a multi-document transaction, keyset pages on ``(chat_id, seq)``,
+bodies over 12 MiB in chunk documents, and the shard key ``{chat_id: 1, seq: 1}`` for scale:
+the schema, indexes and sharding notes are in :mod:`threadkeep_mongodb._schema`.
+"""
+
+from ._store import MongoStore
+
+__all__ = ["MongoStore"]

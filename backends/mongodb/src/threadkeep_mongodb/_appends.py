@@ -1,0 +1,241 @@
+"""Message writes: batch appends, compare-and-set replaces, and hiding.
+
+An append reserves its seqs with one ``find_one_and_update`` (``$inc`` of ``next_seq`` on the
+chat document) inside the transaction that inserts the messages and their body chunks. Two
+appends to one chat both write that document, so MongoDB lets only one commit and the other
+gets a write conflict (``TransientTransactionError``) and is retried from the start: seqs are
+strictly increasing in commit order, and a batch is all or nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from pymongo import ReturnDocument
+from pymongo.errors import PyMongoError
+
+from threadkeep import IdempotencyConflict, Message, PreparedMessage
+
+from ._base import MongoBase, Rollback, Session
+from ._codec import Document, message_fields, split_body, to_us
+from ._errors import duplicate_key_pattern, is_duplicate_key, map_errors
+
+__all__ = ["MongoAppendsMixin"]
+
+_APPEND_ATTEMPTS = 3
+
+
+def _conflict(chat_id: UUID, agui_id: str | None) -> IdempotencyConflict:
+    return IdempotencyConflict(
+        f"agui_id {agui_id!r} is stored in chat {chat_id} with a different payload; use a new "
+        "agui_id, or update_message to change it"
+    )
+
+
+class MongoAppendsMixin(MongoBase):
+    """``_insert_messages``, ``_replace_message`` and ``_hide_messages``."""
+
+    async def _insert_messages(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        with map_errors("append messages"):
+            for attempt in range(1, _APPEND_ATTEMPTS + 1):
+                try:
+                    return await self._write(lambda s: self._append(chat_id, messages, now, s))
+                except PyMongoError as exc:
+                    # A concurrent append stored one of these agui_ids first (possible only
+                    # without transactions): run again, and it is found as stored.
+                    raced = is_duplicate_key(exc) and "agui_id" in duplicate_key_pattern(exc)
+                    if not raced or attempt == _APPEND_ATTEMPTS:
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _append(
+        self,
+        chat_id: UUID,
+        messages: Sequence[PreparedMessage],
+        now: datetime,
+        session: Session,
+    ) -> list[tuple[Message, bool]] | None:
+        stored = await self._stored_by_agui(chat_id, messages, session)
+        for item in messages:
+            doc = stored.get(item.message.agui_id)
+            if doc is not None and doc["fingerprint"] != item.fingerprint:
+                # A missing chat wins over the conflict, as in the reference driver.
+                if await self._reserve(chat_id, 0, now, session) is None:
+                    raise Rollback(None)
+                raise _conflict(chat_id, item.message.agui_id)
+        fresh = [m for m in messages if m.message.agui_id not in stored]
+        chat = await self._reserve(chat_id, len(fresh), now, session)
+        if chat is None:
+            raise Rollback(None)
+        first = chat["next_seq"] - len(fresh)
+        new_docs: dict[UUID, Document] = {}
+        chunks: list[Document] = []
+        for offset, item in enumerate(fresh):
+            doc, item_chunks = self._new_doc(chat_id, first + offset, item, now)
+            new_docs[item.message.message_id] = doc
+            chunks += item_chunks
+        await self._insert_docs(list(new_docs.values()), chunks, session)
+        existing = await self._messages_from_docs(list(stored.values()), session)
+        by_agui = {m.agui_id: m for m in existing}
+        results: list[tuple[Message, bool]] = []
+        for item in messages:
+            doc = new_docs.get(item.message.message_id)
+            if doc is not None and item.message.agui_id not in stored:
+                results.append((self._message_from_doc(doc, item.body), True))
+            else:
+                results.append((by_agui[item.message.agui_id], False))
+        return results
+
+    async def _stored_by_agui(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], session: Session
+    ) -> dict[str | None, Document]:
+        aguis = [m.message.agui_id for m in messages if m.message.agui_id is not None]
+        if not aguis:
+            return {}
+        cursor = self._cols.messages.find(
+            {"chat_id": chat_id, "agui_id": {"$in": aguis}}, session=session
+        )
+        return {doc["agui_id"]: doc async for doc in cursor}
+
+    async def _reserve(
+        self, chat_id: UUID, count: int, now: datetime, session: Session
+    ) -> Document | None:
+        """Reserve ``count`` seqs on a writable chat; return the chat (``None`` if not)."""
+        query = {"_id": chat_id, "writable": True}
+        if count == 0:
+            return await self._cols.chats.find_one(query, {"next_seq": 1}, session=session)
+        at = to_us(now)
+        return await self._cols.chats.find_one_and_update(
+            query,
+            {
+                "$inc": {"next_seq": count, "revision": 1},
+                "$set": {"last_message_us": at, "updated_us": at, "idle_us": at},
+            },
+            projection={"next_seq": 1},
+            return_document=ReturnDocument.AFTER,
+            session=session,
+        )
+
+    def _new_doc(
+        self, chat_id: UUID, seq: int, item: PreparedMessage, now: datetime
+    ) -> tuple[Document, list[Document]]:
+        message = item.message
+        body_fields, chunks = split_body(item.body, chat_id)
+        doc: Document = {
+            "_id": message.message_id,
+            "chat_id": chat_id,
+            "seq": seq,
+            "fingerprint": item.fingerprint,
+            "revision": 0,
+            "created_us": to_us(message.created_at or now),
+            "updated_us": to_us(now),
+            "deleted_us": None,
+            **message_fields(message),
+            **body_fields,
+        }
+        if message.agui_id is not None:
+            doc["agui_id"] = message.agui_id
+        return doc, chunks
+
+    async def _insert_docs(
+        self, docs: list[Document], chunks: list[Document], session: Session
+    ) -> None:
+        """Insert chunks, then messages; without a transaction, undo both on failure."""
+        try:
+            if chunks:
+                await self._cols.chunks.insert_many(chunks, session=session)
+            if docs:
+                await self._cols.messages.insert_many(docs, session=session)
+        except BaseException:
+            if session is None:
+                await self._undo_inserts(docs, chunks)
+            raise
+
+    async def _undo_inserts(self, docs: list[Document], chunks: list[Document]) -> None:
+        # Only this writer's documents: fresh body ids, and (message id, seq) pairs it chose.
+        if chunks:
+            body_ids = list({c["body_id"] for c in chunks})
+            await self._cols.chunks.delete_many({"body_id": {"$in": body_ids}})
+        for doc in docs:
+            await self._cols.messages.delete_one(
+                {"_id": doc["_id"], "chat_id": doc["chat_id"], "seq": doc["seq"]}
+            )
+
+    async def _replace_message(
+        self, prepared: PreparedMessage, expected_revision: int, now: datetime
+    ) -> Message | None:
+        with map_errors("update a message"):
+            return await self._write(lambda s: self._replace(prepared, expected_revision, now, s))
+
+    async def _replace(
+        self, prepared: PreparedMessage, expected_revision: int, now: datetime, session: Session
+    ) -> Message | None:
+        message = prepared.message
+        chat_id = message.chat_id
+        bumped = await self._cols.chats.update_one(
+            {"_id": chat_id, "live": True}, {"$inc": {"revision": 1}}, session=session
+        )
+        if bumped.matched_count == 0:
+            raise Rollback(None)
+        assert chat_id is not None
+        body_fields, chunks = split_body(prepared.body, chat_id)
+        changes: dict[str, Any] = {
+            "$set": {
+                "fingerprint": prepared.fingerprint,
+                "revision": expected_revision + 1,
+                "updated_us": to_us(now),
+                **message_fields(message),
+                **body_fields,
+            },
+        }
+        gone = {"body", "body_id", "body_chunks", "body_bytes"} - set(body_fields)
+        changes["$unset"] = dict.fromkeys(gone, "")
+        if chunks:
+            await self._cols.chunks.insert_many(chunks, session=session)
+        before = await self._cols.messages.find_one_and_update(
+            {
+                "_id": message.message_id,
+                "chat_id": chat_id,
+                "revision": expected_revision,
+                "deleted_us": None,
+            },
+            changes,
+            return_document=ReturnDocument.BEFORE,
+            session=session,
+        )
+        if before is None:
+            if chunks and session is None:
+                await self._undo_inserts([], chunks)
+            raise Rollback(None)
+        if "body_id" in before:
+            await self._cols.chunks.delete_many({"body_id": before["body_id"]}, session=session)
+        after = {**before, **changes["$set"]}
+        for field in gone:
+            after.pop(field, None)
+        return self._message_from_doc(after, prepared.body)
+
+    async def _hide_messages(
+        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
+    ) -> int:
+        with map_errors("delete messages"):
+            return await self._write(lambda s: self._hide(chat_id, message_ids, now, s))
+
+    async def _hide(
+        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime, session: Session
+    ) -> int:
+        at = to_us(now)
+        result = await self._cols.messages.update_many(
+            {"_id": {"$in": list(message_ids)}, "chat_id": chat_id, "deleted_us": None},
+            {"$set": {"deleted_us": at, "updated_us": at}, "$inc": {"revision": 1}},
+            session=session,
+        )
+        if result.modified_count:
+            await self._cols.chats.update_one(
+                {"_id": chat_id}, {"$inc": {"revision": 1}}, session=session
+            )
+        return result.modified_count
