@@ -70,11 +70,15 @@ class ArchiveMixin(SqlBase):
                 return 0
             wanted = [m for m in messages_ if m.seq is not None]
             ids = [m.message_id for m in wanted]
-            stored = set(
-                (await conn.execute(sa.select(_m.message_id).where(_m.message_id.in_(ids))))
-                .scalars()
-                .all()
-            ) if ids else set()
+            stored = (
+                set(
+                    (await conn.execute(sa.select(_m.message_id).where(_m.message_id.in_(ids))))
+                    .scalars()
+                    .all()
+                )
+                if ids
+                else set()
+            )
             fresh = [m for m in wanted if m.message_id not in stored]
             if not fresh:
                 return 0
@@ -122,11 +126,15 @@ class ArchiveMixin(SqlBase):
                 return 0
             wanted = [s for s in steps_ if s.seq is not None]
             ids = [s.step_id for s in wanted]
-            stored = set(
-                (await conn.execute(sa.select(steps.c.step_id).where(steps.c.step_id.in_(ids))))
-                .scalars()
-                .all()
-            ) if ids else set()
+            stored = (
+                set(
+                    (await conn.execute(sa.select(steps.c.step_id).where(steps.c.step_id.in_(ids))))
+                    .scalars()
+                    .all()
+                )
+                if ids
+                else set()
+            )
             fresh = [s for s in wanted if s.step_id not in stored]
             if not fresh:
                 return 0

@@ -6,13 +6,13 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from threadkeep import Chat, ChatFilter, Conflict, Share
+from threadkeep import Chat, ChatFilter, Conflict, Share, chat_matches
 
 from ._base import SqlBase
 from ._errors import map_native_errors
-from ._schema import CHAT_COLUMNS, chats, message_refs, messages, runs, settings, steps
+from ._schema import CHAT_COLUMNS, escape_key, chats, message_refs, messages, runs, settings, steps
 
-__all__ = ["ChatsMixin", "chat_filter_clauses"]
+__all__ = ["ChatsMixin", "chat_filter_clauses", "needs_recheck"]
 
 _SECRET_KEY = "cursor_secret"
 _INSERT_ATTEMPTS = 8
@@ -44,8 +44,10 @@ def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.Column
     """Translate a ``ChatFilter`` to WHERE clauses (the same rules as ``threadkeep.chat_matches``).
 
     The keyword is matched against ``name_folded`` (``name.casefold()``, written with the
-    chat) with ``strpos``/``instr``, so it is an exact case-folded substring test with no
-    LIKE wildcards to escape.
+    chat) with ``strpos``/``instr``: a case-folded substring test with no LIKE wildcards to
+    escape. Key columns are stored escaped (``escape_key``); for a keyword holding a backslash
+    or U+0000 the escaped test can also match across an escape, so the caller re-checks
+    those rows with ``chat_matches`` (see :func:`needs_recheck`).
     """
     c = chats.c
     clauses: list[sa.ColumnElement[bool]] = []
@@ -61,7 +63,7 @@ def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.Column
         clauses.append(c.status == chat_filter.status.value)
     if chat_filter.keyword is not None:
         find = sa.func.strpos if dialect == "postgresql" else sa.func.instr
-        clauses.append(find(c.name_folded, chat_filter.keyword.casefold()) > 0)
+        clauses.append(find(c.name_folded, escape_key(chat_filter.keyword.casefold())) > 0)
     viewer = chat_filter.visible_to
     if viewer is not None:
         if viewer.tenant_id is not None:
@@ -76,6 +78,12 @@ def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.Column
     if chat_filter.deleted_before is not None:
         clauses.append(c.deleted_at < chat_filter.deleted_before)
     return clauses
+
+
+def needs_recheck(chat_filter: ChatFilter) -> bool:
+    """Return whether SQL may over-match this filter (a keyword with an escaped character)."""
+    keyword = chat_filter.keyword
+    return keyword is not None and escape_key(keyword) != keyword
 
 
 class ChatsMixin(SqlBase):
@@ -150,13 +158,22 @@ class ChatsMixin(SqlBase):
     async def _page_chats(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[Chat]:
-        stmt = sa.select(*CHAT_COLUMNS).where(*chat_filter_clauses(chat_filter, self._db.dialect))
-        if before_seq is not None:
-            stmt = stmt.where(chats.c.seq < before_seq)
-        stmt = stmt.order_by(chats.c.seq.desc()).limit(limit)
-        async with self._db.read() as conn:
-            rows = (await conn.execute(stmt)).all()
-        return [self._chat_row(row) for row in rows]
+        where = chat_filter_clauses(chat_filter, self._db.dialect)
+        recheck = needs_recheck(chat_filter)
+        found: list[Chat] = []
+        while len(found) < limit:
+            stmt = sa.select(*CHAT_COLUMNS).where(*where)
+            if before_seq is not None:
+                stmt = stmt.where(chats.c.seq < before_seq)
+            stmt = stmt.order_by(chats.c.seq.desc()).limit(limit)
+            async with self._db.read() as conn:
+                rows = (await conn.execute(stmt)).all()
+            batch = [self._chat_row(row) for row in rows]
+            found += [c for c in batch if chat_matches(chat_filter, c)] if recheck else batch
+            if len(rows) < limit:
+                break
+            before_seq = rows[-1][0]
+        return found[:limit]
 
     async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -172,4 +189,3 @@ class ChatsMixin(SqlBase):
                 counts[kind] = result.rowcount
         counts.pop("locators")
         return counts
-

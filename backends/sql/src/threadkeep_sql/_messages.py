@@ -240,8 +240,7 @@ class MessagesMixin(SqlBase):
                 if first is None:
                     return None
                 return [
-                    (self._new(item, chat_id, first + i, now), True)
-                    for i, item in enumerate(items)
+                    (self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)
                 ]
         return None
 

@@ -30,7 +30,15 @@ from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 from threadkeep import PreparedMessage
 
+from ._schema import escape_key
+
 __all__ = ["append_batch", "append_one"]
+
+
+def _key(value: str | None) -> str | None:
+    # These statements are plain text: escape key columns as KeyText would (see _schema).
+    return None if value is None else escape_key(value)
+
 
 _BUMP = """
     UPDATE chats
@@ -123,7 +131,7 @@ def _refs(messages: Sequence[PreparedMessage]) -> dict[str, list[Any]]:
             refs["ref_kinds"].append(kind)
             refs["ref_positions"].append(positions[kind])
             refs["ref_items"].append(item_id)
-            refs["ref_aguis"].append(agui_id)
+            refs["ref_aguis"].append(_key(agui_id))
             positions[kind] += 1
     return refs
 
@@ -140,14 +148,14 @@ async def append_one(
         "chat_id": chat_id,
         "now": now,
         "n": 1,
-        "agui_ids": [message.agui_id],
+        "agui_ids": [_key(message.agui_id)],
         "message_id": message.message_id,
-        "agui_id": message.agui_id,
+        "agui_id": _key(message.agui_id),
         "role": message.role.value,
         "kind": message.kind.value,
-        "run_id": message.run_id,
-        "request_id": message.request_id,
-        "block_id": message.block_id,
+        "run_id": _key(message.run_id),
+        "request_id": _key(message.request_id),
+        "block_id": _key(message.block_id),
         "created_at": message.created_at or now,
         "fingerprint": item.fingerprint,
         "body": item.body,
@@ -177,12 +185,12 @@ async def append_batch(
         "now": now,
         "n": len(items),
         "message_ids": [m.message_id for m in messages],
-        "agui_ids": [m.agui_id for m in messages],
+        "agui_ids": [_key(m.agui_id) for m in messages],
         "roles": [m.role.value for m in messages],
         "kinds": [m.kind.value for m in messages],
-        "run_ids": [m.run_id for m in messages],
-        "request_ids": [m.request_id for m in messages],
-        "block_ids": [m.block_id for m in messages],
+        "run_ids": [_key(m.run_id) for m in messages],
+        "request_ids": [_key(m.request_id) for m in messages],
+        "block_ids": [_key(m.block_id) for m in messages],
         "created_ats": [m.created_at or now for m in messages],
         "fingerprints": [item.fingerprint for item in items],
         "bodies": [item.body for item in items],

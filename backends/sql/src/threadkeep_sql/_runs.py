@@ -68,7 +68,9 @@ class RunsMixin(SqlBase):
     ) -> list[Step]:
         ids = list({s.step_id for s in steps_})
         found = await conn.execute(
-            sa.select(_s.step_id, _s.seq, _s.created_at).where(_s.step_id.in_(ids)).with_for_update()
+            sa.select(_s.step_id, _s.seq, _s.created_at)
+            .where(_s.step_id.in_(ids))
+            .with_for_update()
         )
         known: dict[UUID, tuple[int, datetime | None]] = {
             step_id: (seq, as_utc(created)) for step_id, seq, created in found.all()
@@ -82,7 +84,9 @@ class RunsMixin(SqlBase):
                     update={"seq": seq, "created_at": created, "updated_at": now}
                 )
                 values = step_values(record, self.record_body(record))
-                await conn.execute(sa.update(steps).where(_s.step_id == step.step_id).values(values))
+                await conn.execute(
+                    sa.update(steps).where(_s.step_id == step.step_id).values(values)
+                )
             elif step.chat_id in next_seqs:
                 seq = next_seqs[step.chat_id]
                 next_seqs[step.chat_id] += 1
@@ -90,7 +94,9 @@ class RunsMixin(SqlBase):
                 record = step.model_copy(
                     update={"seq": seq, "created_at": created, "updated_at": now}
                 )
-                await conn.execute(sa.insert(steps).values(step_values(record, self.record_body(record))))
+                await conn.execute(
+                    sa.insert(steps).values(step_values(record, self.record_body(record)))
+                )
                 known[step.step_id] = (seq, created)
             else:
                 continue
@@ -122,7 +128,9 @@ class RunsMixin(SqlBase):
             row = (await conn.execute(_GET_STEP, {"step_id": step_id})).first()
         return None if row is None else self._step(row)
 
-    async def _steps_where(self, *clauses: sa.ColumnElement[bool], limit: int | None = None) -> list[Step]:
+    async def _steps_where(
+        self, *clauses: sa.ColumnElement[bool], limit: int | None = None
+    ) -> list[Step]:
         stmt = sa.select(*_STEP_COLUMNS).where(*clauses).order_by(_s.seq).limit(limit)
         async with self._db.read() as conn:
             rows = (await conn.execute(stmt)).all()

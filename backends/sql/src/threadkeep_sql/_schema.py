@@ -26,19 +26,66 @@ Layout (SPEC sections 2 and 5):
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 __all__ = [
     "CHAT_COLUMNS",
     "MESSAGE_COLUMNS",
+    "KeyText",
     "chats",
+    "escape_key",
     "message_refs",
     "messages",
     "metadata",
     "runs",
     "settings",
     "steps",
+    "unescape_key",
 ]
+
+
+def escape_key(value: str) -> str:
+    r"""Return ``value`` with U+0000 and backslash escaped (``\0``, ``\\``); injective.
+
+    PostgreSQL ``text`` cannot hold U+0000 (and SQLite's string functions stop at it), but
+    ids and names may contain it. Key columns hold this form; bodies hold the exact JSON.
+    """
+    if "\\" in value or "\x00" in value:
+        return value.replace("\\", "\\\\").replace("\x00", "\\0")
+    return value
+
+
+def unescape_key(value: str) -> str:
+    """Invert :func:`escape_key`."""
+    if "\\" not in value:
+        return value
+    out: list[str] = []
+    chars = iter(value)
+    for char in chars:
+        out.append(("\x00" if next(chars) == "0" else "\\") if char == "\\" else char)
+    return "".join(out)
+
+
+class KeyText(sa.TypeDecorator[str]):
+    """TEXT for ids, names and keys: values are stored through :func:`escape_key`.
+
+    Comparisons against a ``KeyText`` column escape their bound values the same way, so
+    equality, ``IN`` and uniqueness behave exactly as on the original strings.
+    """
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: sa.Dialect) -> Any:
+        """Escape a string on its way to the database."""
+        return escape_key(value) if isinstance(value, str) else value
+
+    def process_result_value(self, value: Any, dialect: sa.Dialect) -> Any:
+        """Unescape a string read from the database."""
+        return unescape_key(value) if isinstance(value, str) else value
+
 
 metadata = sa.MetaData()
 
@@ -52,17 +99,17 @@ chats = sa.Table(
     sa.Column("seq", _Seq, primary_key=True, autoincrement=True),
     sa.Column("chat_id", sa.Uuid(), nullable=False, unique=True),
     sa.Column("dedup_key", sa.String(64), nullable=False),
-    sa.Column("user_id", sa.Text(), nullable=False),
-    sa.Column("thread_id", sa.Text(), nullable=False),
-    sa.Column("agent_id", sa.Text()),
-    sa.Column("channel", sa.Text()),
-    sa.Column("tenant_id", sa.Text()),
-    sa.Column("team_id", sa.Text()),
-    sa.Column("name", sa.Text()),
-    sa.Column("name_folded", sa.Text()),
+    sa.Column("user_id", KeyText(), nullable=False),
+    sa.Column("thread_id", KeyText(), nullable=False),
+    sa.Column("agent_id", KeyText()),
+    sa.Column("channel", KeyText()),
+    sa.Column("tenant_id", KeyText()),
+    sa.Column("team_id", KeyText()),
+    sa.Column("name", KeyText()),
+    sa.Column("name_folded", KeyText()),
     sa.Column("status", _Short, nullable=False),
     sa.Column("share", _Short, nullable=False),
-    sa.Column("archive_ref", sa.Text()),
+    sa.Column("archive_ref", KeyText()),
     sa.Column("revision", sa.BigInteger(), nullable=False, server_default="0"),
     sa.Column("next_seq", sa.BigInteger(), nullable=False, server_default="1"),
     sa.Column("next_step_seq", sa.BigInteger(), nullable=False, server_default="1"),
@@ -79,12 +126,12 @@ messages = sa.Table(
     sa.Column("chat_id", sa.Uuid(), primary_key=True),
     sa.Column("seq", sa.BigInteger(), primary_key=True),
     sa.Column("message_id", sa.Uuid(), nullable=False, unique=True),
-    sa.Column("agui_id", sa.Text()),
+    sa.Column("agui_id", KeyText()),
     sa.Column("role", _Short, nullable=False),
     sa.Column("kind", _Short, nullable=False),
-    sa.Column("run_id", sa.Text()),
-    sa.Column("request_id", sa.Text()),
-    sa.Column("block_id", sa.Text()),
+    sa.Column("run_id", KeyText()),
+    sa.Column("request_id", KeyText()),
+    sa.Column("block_id", KeyText()),
     sa.Column("revision", sa.BigInteger(), nullable=False),
     sa.Column("created_at", _When),
     sa.Column("updated_at", _When),
@@ -101,7 +148,7 @@ message_refs = sa.Table(
     sa.Column("kind", _Short, primary_key=True),
     sa.Column("position", sa.Integer(), primary_key=True),
     sa.Column("item_id", sa.Uuid(), nullable=False),
-    sa.Column("agui_id", sa.Text()),
+    sa.Column("agui_id", KeyText()),
 )
 
 steps = sa.Table(
@@ -110,8 +157,8 @@ steps = sa.Table(
     sa.Column("step_id", sa.Uuid(), primary_key=True),
     sa.Column("chat_id", sa.Uuid(), nullable=False),
     sa.Column("seq", sa.BigInteger(), nullable=False),
-    sa.Column("run_id", sa.Text()),
-    sa.Column("stack_id", sa.Text(), nullable=False),
+    sa.Column("run_id", KeyText()),
+    sa.Column("stack_id", KeyText(), nullable=False),
     sa.Column("status", _Short, nullable=False),
     sa.Column("created_at", _When),
     sa.Column("updated_at", _When),
@@ -122,7 +169,7 @@ runs = sa.Table(
     "runs",
     metadata,
     sa.Column("chat_id", sa.Uuid(), primary_key=True),
-    sa.Column("run_id", sa.Text(), primary_key=True),
+    sa.Column("run_id", KeyText(), primary_key=True),
     sa.Column("status", _Short, nullable=False),
     sa.Column("revision", sa.BigInteger(), nullable=False),
     sa.Column("lease_expires_at", _When),

@@ -132,9 +132,7 @@ def upgrade() -> None:
         sa.Column("updated_at", _When),
         sa.Column("body", sa.Text(), nullable=False),
     )
-    op.create_index(
-        "ix_runs_lease", "runs", ["lease_expires_at"], **_partial("status = 'active'")
-    )
+    op.create_index("ix_runs_lease", "runs", ["lease_expires_at"], **_partial("status = 'active'"))
 
     op.create_table(
         "settings",
