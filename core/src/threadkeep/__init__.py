@@ -12,6 +12,14 @@ Pick a backend by URL and open it::
 See ``threadkeep.typing`` for the protocols, ``threadkeep.testing`` for test helpers.
 """
 
+from ._archive import (
+    Archiver,
+    ArchiveRef,
+    ArchiveResult,
+    FileArchive,
+    ObjectInfo,
+    open_archiver,
+)
 from ._capabilities import Capabilities
 from ._content import DEFAULT_MAX_MESSAGE_BYTES, PreparedMessage
 from ._cursor import CursorCodec
@@ -89,6 +97,9 @@ __all__ = [
     "ActionPart",
     "ArchiveError",
     "ArchiveIntegrityError",
+    "ArchiveRef",
+    "ArchiveResult",
+    "Archiver",
     "BackendUnavailable",
     "Boundary",
     "Capabilities",
@@ -103,6 +114,7 @@ __all__ = [
     "DriverPrimitives",
     "ErasureReceipt",
     "ErrorPart",
+    "FileArchive",
     "FilePart",
     "IdempotencyConflict",
     "ImagePart",
@@ -116,6 +128,7 @@ __all__ = [
     "MessageStatus",
     "NestedKind",
     "NotFound",
+    "ObjectInfo",
     "Page",
     "Part",
     "PayloadTooLarge",
@@ -145,6 +158,7 @@ __all__ = [
     "load_settings",
     "message_matches",
     "normalize_participant_id",
+    "open_archiver",
     "open_store",
     "participant_id",
     "session_deduplication_key",

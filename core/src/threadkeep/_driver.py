@@ -202,7 +202,29 @@ class DriverPrimitives(ABC):
         raise _unsupported("archive")
 
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
-        """Hard-delete every message of the chat (and its index records); return the count."""
+        """Hard-delete every message of the chat (and its index records); return the count.
+
+        Only while the chat is ``archived``, checked in the same atomic step as the delete
+        (for example ``DELETE ... WHERE chat_id = :id AND EXISTS (archived chat row)`` with
+        that chat row locked): a chat that is not archived keeps its rows and ``0`` is
+        returned. Bumps the chat's revision when it deletes anything, in the same step.
+        Together these keep a rehydration racing an archiver from losing rows.
+        """
+        raise _unsupported("archive")
+
+    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+        """Remember that these ids (messages, tool calls, reasonings) belong to the chat.
+
+        Cold archiving calls it before the chat's hot rows go, so that a lookup by id
+        (``get_message``, ``get_tool_call``...) can find the archived chat and rehydrate it.
+        Idempotent: ids already recorded are skipped. The entries outlive rehydration and
+        go with ``_purge_chat`` (count key ``archived_ids``). Returns how many were added.
+        Optional within ``archive``: without it, lookups by id miss archived chats.
+        """
+        raise _unsupported("archive")
+
+    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+        """Return the chat recorded for ``item_id`` by ``_index_archived_ids``, or ``None``."""
         raise _unsupported("archive")
 
     async def _restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
@@ -215,7 +237,11 @@ class DriverPrimitives(ABC):
         raise _unsupported("archive")
 
     async def _delete_hot_steps(self, chat_id: UUID) -> int:
-        """Hard-delete every step of the chat; return the count (archive + steps)."""
+        """Hard-delete every step of the chat; return the count (archive + steps).
+
+        Only while the chat is ``archived``, atomically, bumping the chat's revision when
+        it deletes anything, as ``_delete_hot_messages``.
+        """
         raise _unsupported("archive")
 
     async def _restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:

@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from ._content import dump_json, validate_model
-from ._errors import ChatNotFound, Conflict, InvalidArgument
+from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
 from ._models import Chat, ChatStatus, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
 from ._store_core import StoreCore
@@ -174,7 +174,9 @@ class ChatOps(StoreCore):
         return await self._rewrite_chat(chat_id, {"deleted_at": self._now()}, live=True)
 
     async def restore_chat(self, chat_id: UUID) -> Chat:
-        """Bring back a soft-deleted chat (a live chat is returned unchanged).
+        """Bring back a soft-deleted chat, and rehydrate it if it is archived.
+
+        A live, active chat is returned unchanged.
 
         Raises:
             ChatNotFound: If the chat does not exist (or was purged).
@@ -184,9 +186,11 @@ class ChatOps(StoreCore):
         chat = await self._get_chat(chat_id)
         if chat is None:
             raise ChatNotFound(f"no chat {chat_id}")
-        if chat.deleted_at is None:
-            return chat
-        return await self._rewrite_chat(chat_id, {"deleted_at": None}, live=False)
+        if chat.deleted_at is not None:
+            chat = await self._rewrite_chat(chat_id, {"deleted_at": None}, live=False)
+        if chat.status is ChatStatus.ARCHIVED:
+            chat = await self._rehydrate(chat)
+        return chat
 
     async def _rewrite_chat(self, chat_id: UUID, changes: dict[str, Any], *, live: bool) -> Chat:
         self._require_open()
@@ -241,14 +245,22 @@ class ChatOps(StoreCore):
     async def purge(self, deleted_before: datetime) -> int:
         """Remove for good every chat soft-deleted before ``deleted_before``.
 
+        A purged chat's archived bundle (named by its ``archive_ref``) is deleted first.
+
         Returns:
-            How many chats were removed (their messages, steps and runs go with them).
+            How many chats were removed (their messages, steps, runs and bundles go with
+            them).
+
+        Raises:
+            BackendUnavailable / ArchiveError: If a bundle cannot be deleted; that chat
+                and the ones after it stay, so run ``purge`` again.
         """
         self._require_open()
         removed = 0
         chat_filter = ChatFilter(deleted="only", deleted_before=deleted_before)
         while batch := await self._page_chats(chat_filter, None, 100):
             for chat in batch:
+                await self._erase_bundle(chat)
                 counts = await self._purge_chat(chat.chat_id)
                 removed += counts.get("chats", 0)
         return removed
@@ -269,8 +281,41 @@ class ChatOps(StoreCore):
         return receipt
 
     async def _erase_chat(self, chat: Chat, receipt: ErasureReceipt) -> None:
-        """Remove one chat for ``erase_user``; archive-aware stores extend it."""
+        """Remove one chat for ``erase_user``: its bundle first, then its hot records.
+
+        The bundle goes first so that a failure leaves the hot chat (and its
+        ``archive_ref``) in place for a retry, never an unreachable object.
+        """
+        receipt.add("archive", {"bundles": await self._erase_bundle(chat)})
         receipt.add("hot", await self._purge_chat(chat.chat_id))
+
+    async def _erase_bundle(self, chat: Chat) -> int:
+        """Delete the archived bundle ``chat.archive_ref`` names; return 1 if one was there."""
+        if not chat.archive_ref:
+            return 0
+        from ._archive._tiered import erase_bundle
+
+        return await erase_bundle(chat)
+
+    async def _rehydrate_if_archived(self, chat_id: UUID) -> bool:
+        """Rehydrate the chat if it is live and archived; return whether it was."""
+        chat = await self._get_chat(chat_id)
+        if chat is None or chat.deleted_at is not None or chat.status is not ChatStatus.ARCHIVED:
+            return False
+        await self._rehydrate(chat)
+        return True
+
+    async def _rehydrate_holder(self, item_id: UUID) -> bool:
+        """Rehydrate the archived chat holding ``item_id``; return whether one was.
+
+        ``item_id`` is a message, tool call or reasoning id, looked up in the driver's
+        archived-id index (``_index_archived_ids``).
+        """
+        try:
+            chat_id = await self._archived_chat_of(item_id)
+        except CapabilityNotSupported:
+            return False
+        return chat_id is not None and await self._rehydrate_if_archived(chat_id)
 
     async def _require_hot_chat(self, chat_id: UUID) -> Chat:
         """Return the live chat, rehydrating it first if it is archived.
@@ -284,12 +329,17 @@ class ChatOps(StoreCore):
         return chat
 
     async def _rehydrate(self, chat: Chat) -> Chat:
-        """Bring an archived chat's messages back into the hot store.
+        """Bring an archived chat's messages and steps back into the hot store.
 
-        The base store has no archive: it raises ``Conflict``. The archive layer overrides.
+        Opens the archive driver that the chat's ``archive_ref`` names (no configuration
+        needed), restores from the bundle and flips the chat to active
+        (``threadkeep._archive._tiered.rehydrate``; docs/archive.md, "Tiered reads").
+
+        Raises:
+            UnknownDriver: If the archive driver the ref names is not installed.
+            ArchiveIntegrityError: If the bundle does not match its ref.
+            BackendUnavailable / ArchiveError: If the archive fails; retry.
         """
-        msg = (
-            f"chat {chat.chat_id} is archived ({chat.archive_ref}); install the archive "
-            "driver it names and open the store with archive support to read it"
-        )
-        raise Conflict(msg)
+        from ._archive._tiered import rehydrate
+
+        return await rehydrate(self, chat)

@@ -108,13 +108,15 @@ class MessageOps(ChatOps):
         return [results[i][0] for i in positions]
 
     async def get_message(self, message_id: UUID) -> Message:
-        """Return a visible message by id.
+        """Return a visible message by id (an archived chat holding it is rehydrated).
 
         Raises:
             MessageNotFound: If it does not exist, is hidden, or its chat is deleted.
         """
         self._require_open()
         message = await self._get_message(message_id)
+        if message is None and await self._rehydrate_holder(message_id):
+            message = await self._get_message(message_id)
         if message is None:
             raise MessageNotFound(f"no visible message {message_id}")
         return message
@@ -122,7 +124,10 @@ class MessageOps(ChatOps):
     async def get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
         """Return the chat's visible message with this client id, or ``None``."""
         self._require_open()
-        return await self._get_message_by_agui_id(chat_id, agui_id)
+        message = await self._get_message_by_agui_id(chat_id, agui_id)
+        if message is None and await self._rehydrate_if_archived(chat_id):
+            message = await self._get_message_by_agui_id(chat_id, agui_id)
+        return message
 
     async def update_message(self, message_id: UUID, **changes: Any) -> Message:
         """Change fields of a visible message (content, status, in_progress, metadata, ...).

@@ -102,6 +102,8 @@ class NestedOps(MessageOps):
         """Return the chat's visible tool call with this client id (newest), or ``None``."""
         self._require_open()
         message = await self._find_nested_by_agui_id("tool_call", chat_id, agui_id)
+        if message is None and await self._rehydrate_if_archived(chat_id):
+            message = await self._find_nested_by_agui_id("tool_call", chat_id, agui_id)
         if message is None:
             return None
         return next((c for c in message.tool_calls if c.agui_id == agui_id), None)
@@ -110,6 +112,8 @@ class NestedOps(MessageOps):
         """Return the chat's visible reasoning with this client id (newest), or ``None``."""
         self._require_open()
         message = await self._find_nested_by_agui_id("reasoning", chat_id, agui_id)
+        if message is None and await self._rehydrate_if_archived(chat_id):
+            message = await self._find_nested_by_agui_id("reasoning", chat_id, agui_id)
         if message is None:
             return None
         return next((r for r in message.reasonings if r.agui_id == agui_id), None)
@@ -117,6 +121,8 @@ class NestedOps(MessageOps):
     async def _holder(self, nest: _Nest, item_id: UUID) -> Message:
         self._require_open()
         message = await self._find_nested(nest.kind, item_id)
+        if message is None and await self._rehydrate_holder(item_id):
+            message = await self._find_nested(nest.kind, item_id)
         if message is None:
             raise MessageNotFound(f"no visible {nest.label} {item_id}")
         return message

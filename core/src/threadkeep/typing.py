@@ -9,15 +9,17 @@ all of them; the contract suite checks drivers against the rules their docstring
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
 from uuid import UUID
 
+from ._archive._objects import ObjectInfo
 from ._models import Chat, Message, Reasoning, Share, ToolCall
 from ._paging import ChatFilter, MessageFilter, Page, Viewer
 from ._runs import Run, RunStatus, Step
 
 __all__ = [
+    "ArchiveStore",
     "ChatRepository",
     "JSONValue",
     "MessageInput",
@@ -224,4 +226,63 @@ class StoreLike(ChatRepository, MessageRepository, Protocol):
 
     async def close(self) -> None:
         """Release connections."""
+        ...
+
+
+@runtime_checkable
+class ArchiveStore(Protocol):
+    """Object storage for cold bundles (``file:///path``, ``s3://bucket/prefix``).
+
+    Keys are relative to the store's root URL (``check_key`` rules). Every method maps
+    native errors to ``BackendUnavailable`` (unreachable, timeouts: retry) or
+    ``ArchiveError`` (refused, misconfigured, missing object). The archive section of the
+    contract suite (``threadkeep.testing_archive.ArchiveStoreContract``) checks each rule.
+    """
+
+    schemes: ClassVar[tuple[str, ...]]
+    url: str
+
+    async def open(self) -> Any:
+        """Connect; return the store. ``BackendUnavailable`` if it cannot be reached."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections; idempotent."""
+        ...
+
+    def ref_for(self, key: str) -> str:
+        """Return the URL of the object at ``key`` (root URL + ``/`` + key)."""
+        ...
+
+    async def put(
+        self,
+        key: str,
+        chunks: AsyncIterable[bytes],
+        *,
+        metadata: Mapping[str, str],
+        if_match: str | None = None,
+    ) -> ObjectInfo:
+        """Store the concatenated ``chunks`` at ``key``, streamed, with string ``metadata``.
+
+        Create-only by default: ``Conflict`` if an object exists at ``key``. With
+        ``if_match``, replace only the object whose etag is ``if_match`` (``Conflict`` if
+        it is missing or another). Nothing is visible at ``key`` until the whole body is
+        stored; a failed put leaves what was there before.
+        """
+        ...
+
+    def get(self, key: str) -> AsyncIterator[bytes]:
+        """Yield the object's bytes in chunks; ``ArchiveError`` if there is no object."""
+        ...
+
+    async def head(self, key: str) -> ObjectInfo | None:
+        """Return the object's size, etag and metadata, or ``None`` if there is none."""
+        ...
+
+    async def delete(self, key: str) -> bool:
+        """Remove the object; return whether one was there. Idempotent."""
+        ...
+
+    def list(self, prefix: str = "") -> AsyncIterator[ObjectInfo]:
+        """Yield every object whose key starts with ``prefix``, in key order."""
         ...

@@ -95,6 +95,7 @@ class MemoryState:
     agui_index: dict[tuple[UUID, str], int] = field(default_factory=dict)
     steps: dict[UUID, StepRow] = field(default_factory=dict)
     runs: dict[tuple[UUID, str], RunRow] = field(default_factory=dict)
+    archived_ids: dict[UUID, UUID] = field(default_factory=dict)
 
 
 _NAMED: dict[str, MemoryState] = {}

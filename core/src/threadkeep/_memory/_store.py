@@ -144,7 +144,7 @@ class MemoryStore(MemoryRunsMixin, Store):
         with state.lock:
             row = state.chats.pop(chat_id, None)
             if row is None:
-                return {"chats": 0, "messages": 0, "steps": 0, "runs": 0}
+                return {"chats": 0, "messages": 0, "steps": 0, "runs": 0, "archived_ids": 0}
             key = (row.user_id, row.thread_id)
             if state.live_keys.get(key) == chat_id:
                 del state.live_keys[key]
@@ -156,8 +156,11 @@ class MemoryStore(MemoryRunsMixin, Store):
             runs = [k for k in state.runs if k[0] == chat_id]
             for run_key in runs:
                 del state.runs[run_key]
+            indexed = [i for i, owner in state.archived_ids.items() if owner == chat_id]
+            for item_id in indexed:
+                del state.archived_ids[item_id]
             counts = {"chats": 1, "messages": len(row.messages), "steps": len(steps)}
-            return counts | {"runs": len(runs)}
+            return counts | {"runs": len(runs), "archived_ids": len(indexed)}
 
     # -- messages ------------------------------------------------------------------------
 
@@ -378,14 +381,28 @@ class MemoryStore(MemoryRunsMixin, Store):
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
         with self._state.lock:
             chat = self._state.chats.get(chat_id)
-            if chat is None:
+            if chat is None or not chat.archived:
                 return 0
             for row in chat.messages.values():
                 self._unindex(row)
             count = len(chat.messages)
             chat.messages.clear()
             chat.seqs.clear()
+            chat.revision += 1 if count else 0
             return count
+
+    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+        with self._state.lock:
+            added = 0
+            for item_id in item_ids:
+                if item_id not in self._state.archived_ids:
+                    self._state.archived_ids[item_id] = chat_id
+                    added += 1
+            return added
+
+    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+        with self._state.lock:
+            return self._state.archived_ids.get(item_id)
 
     async def _restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
         with self._state.lock:
