@@ -31,7 +31,7 @@ def isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterat
     for name in SETTINGS_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
-    yield tmp_path
+    return tmp_path
 
 
 @pytest.fixture
@@ -117,3 +117,9 @@ class Transcripts:
 def transcripts(tmp_path: Path) -> Transcripts:
     """A writer of synthetic transcripts in this test's temporary directory."""
     return Transcripts(tmp_path)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A fresh embedded SQLite store file in this test's temporary directory."""
+    return f"sqlite+aiosqlite:///{tmp_path / 'threadkeep-test.db'}"

@@ -67,7 +67,8 @@ async def test_store_cursors_are_bound_to_their_chat_and_secret(memory_url: str)
                 chat.chat_id, [Message(role="user", content=str(i)) for i in range(3)]
             )
         page = await store.list_messages(first.chat_id, limit=2)
-        assert page.has_more and page.next_cursor
+        assert page.has_more
+        assert page.next_cursor
         older = await store.list_messages(first.chat_id, limit=2, cursor=page.next_cursor)
         assert [m.content for m in older.items] == ["0"]
         with pytest.raises(InvalidCursor):

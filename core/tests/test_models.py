@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from threadkeep import (
     Boundary,
@@ -24,9 +24,9 @@ class TimedToolCall(ToolCall):
 
 
 class TaggedMessage(Message):
-    tags: list[str] = []
+    tags: list[str] = Field(default_factory=list)
     priority: int = 0
-    tool_calls: list[TimedToolCall] = []
+    tool_calls: list[TimedToolCall] = Field(default_factory=list)
 
 
 def test_subclass_declares_fields():
@@ -74,7 +74,8 @@ def test_times_are_normalised_to_utc():
     plus_two = timezone(timedelta(hours=2))
     message = Message(role="user", created_at=datetime(2024, 5, 1, 12, 0, tzinfo=plus_two))
     assert message.created_at == datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
-    assert message.created_at is not None and message.created_at.utcoffset() == timedelta(0)
+    assert message.created_at is not None
+    assert message.created_at.utcoffset() == timedelta(0)
     chat = Chat(user_id="u", thread_id="t", updated_at="2024-05-01T12:00:00-03:00")
     assert chat.updated_at == datetime(2024, 5, 1, 15, 0, tzinfo=UTC)
 

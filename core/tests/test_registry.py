@@ -10,7 +10,14 @@ import pluggy
 import pytest
 
 import threadkeep._registry as registry
-from threadkeep import InvalidArgument, Store, UnknownDriver, hookimpl, installed_schemes, open_store
+from threadkeep import (
+    InvalidArgument,
+    Store,
+    UnknownDriver,
+    hookimpl,
+    installed_schemes,
+    open_store,
+)
 from threadkeep._memory import plugin as memory_plugin
 from threadkeep._memory._store import MemoryStore
 from threadkeep._plugins import _HookSpecs

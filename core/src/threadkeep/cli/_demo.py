@@ -106,7 +106,8 @@ async def _demo(url: str | None, page_size: int) -> None:
                     "next_cursor walks to older ones, each page runs oldest first.",
                     "dim",
                 ),
-            )
+            ),
+            soft_wrap=True,  # long lines (URLs, ids) stay whole for copying and grepping
         )
         cursor: str | None = None
         number = 0
@@ -121,7 +122,8 @@ async def _demo(url: str | None, page_size: int) -> None:
             cursor = page.next_cursor
         again = f" --url {url}" if url else ""
         console.print(
-            Text(f"Next: threadkeep history {chat.chat_id} --limit 4{again}", style="dim")
+            Text(f"Next: threadkeep history {chat.chat_id} --limit 4{again}", style="dim"),
+            soft_wrap=True,
         )
 
 

@@ -68,7 +68,9 @@ def chats(
         return
     console = stdout_console()
     console.print(chats_table(page.items))
-    console.print(_more_hint("threadkeep chats", page))
+    console.print(
+        _more_hint("threadkeep chats", page), soft_wrap=True
+    )  # the cursor must stay copyable
 
 
 def history(
@@ -91,7 +93,9 @@ def history(
     console = stdout_console()
     for message in page.items:
         console.print(message_panel(message))
-    console.print(_more_hint(f"threadkeep history {chat_id}", page))
+    console.print(
+        _more_hint(f"threadkeep history {chat_id}", page), soft_wrap=True
+    )  # the cursor must stay copyable
 
 
 async def count_store(store: Store, chat_filter: ChatFilter | None = None) -> dict[str, int]:
