@@ -14,6 +14,7 @@ driver implements only the chat and message primitives.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
@@ -22,7 +23,7 @@ from uuid import UUID
 
 from ._content import PreparedMessage
 from ._errors import CapabilityNotSupported
-from ._models import Chat, Message
+from ._models import Chat, ChatStatus, Message
 from ._paging import ChatFilter, MessageFilter
 from ._runs import Run, Step
 
@@ -202,15 +203,34 @@ class DriverPrimitives(ABC):
         raise _unsupported("archive")
 
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
-        """Hard-delete every message of the chat (and its index records); return the count.
-
-        Only while the chat is ``archived``, checked in the same atomic step as the delete
-        (for example ``DELETE ... WHERE chat_id = :id AND EXISTS (archived chat row)`` with
-        that chat row locked): a chat that is not archived keeps its rows and ``0`` is
-        returned. Bumps the chat's revision when it deletes anything, in the same step.
-        Together these keep a rehydration racing an archiver from losing rows.
-        """
+        """Hard-delete every message of the chat (and its index records); return the count."""
         raise _unsupported("archive")
+
+    async def _delete_archived_rows(
+        self, chat_id: UUID, expected_revision: int
+    ) -> dict[str, int] | None:
+        """Hard-delete the chat's messages and steps if it is archived at that revision.
+
+        What cold archiving calls after flipping a chat to ``archived``. A driver should
+        override it to check ``status == archived and revision == expected_revision``,
+        delete messages (with index records) and steps, and bump the chat's revision, all
+        in one atomic step (for example one transaction holding the chat row's lock):
+        that is what keeps a rehydration racing an archiver from losing rows. Returns
+        ``{"messages": n, "steps": m}``, or ``None`` (deleting nothing) when the chat is not
+        archived at ``expected_revision``.
+
+        This default reads the chat, then calls ``_delete_hot_messages`` and
+        ``_delete_hot_steps``: correct without concurrent readers, but not atomic.
+        """
+        chat = await self._get_chat(chat_id)
+        if chat is None or chat.status is not ChatStatus.ARCHIVED:
+            return None
+        if chat.revision != expected_revision:
+            return None
+        counts = {"messages": await self._delete_hot_messages(chat_id), "steps": 0}
+        with contextlib.suppress(CapabilityNotSupported):
+            counts["steps"] = await self._delete_hot_steps(chat_id)
+        return counts
 
     async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
         """Remember that these ids (messages, tool calls, reasonings) belong to the chat.
@@ -237,11 +257,7 @@ class DriverPrimitives(ABC):
         raise _unsupported("archive")
 
     async def _delete_hot_steps(self, chat_id: UUID) -> int:
-        """Hard-delete every step of the chat; return the count (archive + steps).
-
-        Only while the chat is ``archived``, atomically, bumping the chat's revision when
-        it deletes anything, as ``_delete_hot_messages``.
-        """
+        """Hard-delete every step of the chat; return the count (archive + steps)."""
         raise _unsupported("archive")
 
     async def _restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:

@@ -286,13 +286,16 @@ class ChatOps(StoreCore):
         The bundle goes first so that a failure leaves the hot chat (and its
         ``archive_ref``) in place for a retry, never an unreachable object.
         """
-        receipt.add("archive", {"bundles": await self._erase_bundle(chat)})
+        receipt.add("archive", await self._erase_bundle(chat))
         receipt.add("hot", await self._purge_chat(chat.chat_id))
 
-    async def _erase_bundle(self, chat: Chat) -> int:
-        """Delete the archived bundle ``chat.archive_ref`` names; return 1 if one was there."""
+    async def _erase_bundle(self, chat: Chat) -> dict[str, int]:
+        """Delete the bundle ``chat.archive_ref`` names; return its counts.
+
+        Keys ``bundles``, ``messages``, ``steps``; zeros when the chat has no ref.
+        """
         if not chat.archive_ref:
-            return 0
+            return {"bundles": 0, "messages": 0, "steps": 0}
         from ._archive._tiered import erase_bundle
 
         return await erase_bundle(chat)

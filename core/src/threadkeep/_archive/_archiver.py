@@ -14,7 +14,8 @@
 4. ``flipped``: ``_update_chat(archived, archive_ref=url#sha256=...)`` with
    ``expected_revision`` = the revision the bundle was written from: a chat that changed
    meanwhile is not flipped, and the attempt starts again.
-5. ``messages_deleted`` / ``steps_deleted``: delete hot rows (only while archived).
+5. ``rows_deleted``: delete hot messages and steps, only while the chat is archived at
+   the revision seen (``_delete_archived_rows``, atomic in drivers that override it).
 
 Until step 4 the hot rows are the truth and reads never touch the object; from step 4 on
 the object is verified and referenced, and reads rehydrate from it.
@@ -275,11 +276,8 @@ class Archiver:
                 "differs from its ref; hot rows are kept"
             )
             raise ArchiveIntegrityError(msg)
-        deleted = await self.store._delete_hot_messages(chat.chat_id)
-        await self._checkpoint("messages_deleted", chat.chat_id)
-        if self.store.capabilities.steps:
-            deleted += await self.store._delete_hot_steps(chat.chat_id)
-        await self._checkpoint("steps_deleted", chat.chat_id)
+        deleted = await self._delete_rows(chat)
+        await self._checkpoint("rows_deleted", chat.chat_id)
         return ArchiveResult(
             chat_id=chat.chat_id,
             archive_ref=str(ref),
@@ -288,6 +286,20 @@ class Archiver:
             size=info.size,
             deleted_rows=deleted,
         )
+
+    async def _delete_rows(self, chat: Chat) -> int:
+        """Delete hot rows while the chat is archived at the revision seen; return count."""
+        for _ in range(_ATTEMPTS):
+            counts = await self.store._delete_archived_rows(chat.chat_id, chat.revision)
+            if counts is not None:
+                return sum(counts.values())
+            current = await self.store._get_chat(chat.chat_id)
+            if current is None or current.status is not ChatStatus.ARCHIVED:
+                return 0  # purged, or rehydrated by a reader meanwhile: its rows stay
+            if current.archive_ref != chat.archive_ref:
+                return 0  # archived again by another archiver, which deletes
+            chat = current
+        raise Conflict(f"chat {chat.chat_id} kept changing while its hot rows were deleted")
 
     # -- policy and restore ----------------------------------------------------------------
 

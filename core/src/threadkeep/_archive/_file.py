@@ -126,8 +126,7 @@ class FileArchive:
         header = json.dumps({"etag": etag, "metadata": dict(metadata)}).encode() + b"\n"
         temp = path.parent / f".{path.name}.{etag}.tmp"
         with _map_os_errors(key):
-            await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
-            handle = await asyncio.to_thread(temp.open, "xb")
+            handle = await asyncio.to_thread(self._create_temp, temp)
         try:
             size = await self._write_body(handle, header, chunks, key)
             with _map_os_errors(key):
@@ -137,6 +136,16 @@ class FileArchive:
                 handle.close()
                 temp.unlink(missing_ok=True)
         return ObjectInfo(key=key, size=size, etag=etag, metadata=dict(metadata))
+
+    @staticmethod
+    def _create_temp(temp: Path) -> IO[bytes]:
+        for _ in range(3):  # a concurrent delete may prune the empty directory meanwhile
+            temp.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                return temp.open("xb")
+            except FileNotFoundError:
+                continue
+        return temp.open("xb")
 
     async def _write_body(
         self, handle: IO[bytes], header: bytes, chunks: AsyncIterable[bytes], key: str
@@ -181,6 +190,15 @@ class FileArchive:
         finally:
             os.close(fd)
 
+    def _prune(self, directory: Path) -> None:
+        """Remove empty directories up to the root, so erased keys leave no names behind."""
+        while directory != self.root and self.root in directory.parents:
+            try:
+                directory.rmdir()
+            except OSError:
+                return
+            directory = directory.parent
+
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         with (self.root / _LOCK_NAME).open("a") as lock:
@@ -200,7 +218,8 @@ class FileArchive:
                     path.unlink()
                 except FileNotFoundError:
                     return False
-            self._sync_dir(path.parent)
+                self._sync_dir(path.parent)
+                self._prune(path.parent)
             return True
 
         with _map_os_errors(key):

@@ -126,15 +126,27 @@ async def rehydrate(store: StoreCore, chat: Chat) -> Chat:
     raise Conflict(f"chat {chat.chat_id} kept changing during rehydration; try again")
 
 
-async def erase_bundle(chat: Chat) -> int:
-    """Delete the bundle the chat's ``archive_ref`` names; return 1 if one was there.
+async def erase_bundle(chat: Chat) -> dict[str, int]:
+    """Delete the bundle the chat's ``archive_ref`` names; return what it held.
+
+    Returns:
+        ``{"bundles": 1, "messages": n, "steps": m}`` (counts from the bundle's metadata),
+        or zeros when there was no bundle.
 
     Raises:
         UnknownDriver / BackendUnavailable / ArchiveError: If the archive cannot be
             reached; nothing of the hot chat has been removed then, so retry.
     """
+    counts = {"bundles": 0, "messages": 0, "steps": 0}
     if not chat.archive_ref:
-        return 0
+        return counts
     ref = ArchiveRef.parse(chat.archive_ref)
     async with open_archive(ref.root_url) as archive:
-        return int(await archive.delete(ref.key))
+        info = await archive.head(ref.key)
+        if await archive.delete(ref.key):
+            counts["bundles"] = 1
+            if info is not None:
+                for kind in ("messages", "steps"):
+                    value = info.metadata.get(kind, "0")
+                    counts[kind] = int(value) if value.isdigit() else 0
+    return counts

@@ -80,13 +80,9 @@ class MemoryRunsMixin(StoreCore):
 
     async def _delete_hot_steps(self, chat_id: UUID) -> int:
         with self._state.lock:
-            chat = self._state.chats.get(chat_id)
-            if chat is None or not chat.archived:
-                return 0
             doomed = [k for k, r in self._state.steps.items() if r.chat_id == chat_id]
             for key in doomed:
                 del self._state.steps[key]
-            chat.revision += 1 if doomed else 0
             return len(doomed)
 
     async def _restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:

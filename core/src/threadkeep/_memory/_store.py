@@ -380,16 +380,32 @@ class MemoryStore(MemoryRunsMixin, Store):
 
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
         with self._state.lock:
-            chat = self._state.chats.get(chat_id)
-            if chat is None or not chat.archived:
-                return 0
-            for row in chat.messages.values():
-                self._unindex(row)
-            count = len(chat.messages)
-            chat.messages.clear()
-            chat.seqs.clear()
-            chat.revision += 1 if count else 0
-            return count
+            return self._drop_messages(chat_id)
+
+    def _drop_messages(self, chat_id: UUID) -> int:
+        chat = self._state.chats.get(chat_id)
+        if chat is None:
+            return 0
+        for row in chat.messages.values():
+            self._unindex(row)
+        count = len(chat.messages)
+        chat.messages.clear()
+        chat.seqs.clear()
+        return count
+
+    async def _delete_archived_rows(
+        self, chat_id: UUID, expected_revision: int
+    ) -> dict[str, int] | None:
+        state = self._state
+        with state.lock:
+            chat = state.chats.get(chat_id)
+            if chat is None or not chat.archived or chat.revision != expected_revision:
+                return None
+            doomed = [k for k, r in state.steps.items() if r.chat_id == chat_id]
+            for key in doomed:
+                del state.steps[key]
+            chat.revision += 1
+            return {"messages": self._drop_messages(chat_id), "steps": len(doomed)}
 
     async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
         with self._state.lock:
