@@ -1,0 +1,569 @@
+"""Benchmark threadkeep-sql against raw asyncpg doing the equivalent SQL (see bench/README.md).
+
+Run from the repository root:
+
+    bash .ci/services/postgres.sh start && eval "$(bash .ci/services/postgres.sh env)"
+    python3 -m uv run python bench/sql_bench.py [--quick]
+
+Uses the database ``threadkeep_bench`` on the server of ``THREADKEEP_TEST_POSTGRES_URL`` (created
+by ``.ci/services/postgres.sh``), in a schema created for the run and dropped afterwards. Every
+line is timed for three clients in the same run, interleaved, repeated, and reported as the
+median per operation:
+
+- ``raw``: asyncpg on one connection, executing the SQL the driver sends (the floor);
+- ``sql``: the driver's own statements through its SQLAlchemy engine and connection path
+  (``SqlStore.db``), rows fetched but not turned into models;
+- ``api``: the public ``Store`` call (validation, JSON encoding, fingerprints, pydantic
+  models returned) on ``SqlStore``.
+
+The SQLite column is the ``api`` call on a SQLite file store (no raw baseline, no target).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+from threadkeep import ChatFilter, Message, MessageFilter, Store
+from threadkeep._store_messages import _message_scope
+from threadkeep_sql import SqlStore
+from threadkeep_sql._chats import chat_filter_clauses
+from threadkeep_sql._messages import _NO_SEQ, _PAGE
+from threadkeep_sql._pg_append import append_batch, append_one
+from threadkeep_sql._schema import CHAT_COLUMNS, chats, messages
+
+DEEP_THREAD = 1_000_000
+DEEP_POSITION = 500_000
+CHATS_PER_USER = 10_000
+PAGE = 50
+
+# -- raw SQL: what the driver sends, written for asyncpg ------------------------------------
+
+RAW_APPEND_ONE = """
+WITH c AS (
+    UPDATE chats SET next_seq = next_seq + 1, revision = revision + 1,
+           last_message_at = $2, updated_at = $2
+     WHERE chat_id = $1 AND deleted_at IS NULL AND status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND agui_id = $3)
+ RETURNING next_seq - 1 AS seq
+), m AS (
+    INSERT INTO messages (chat_id, seq, message_id, agui_id, role, kind, run_id, request_id,
+                          block_id, revision, created_at, updated_at, fingerprint, body)
+    SELECT $1, c.seq, $4, $3, $5, 'message', NULL, NULL, NULL, 0, $2, $2, $6, $7 FROM c
+    ON CONFLICT (chat_id, agui_id) WHERE agui_id IS NOT NULL DO NOTHING
+    RETURNING seq
+)
+SELECT seq FROM m
+"""
+
+RAW_APPEND_BATCH = """
+WITH c AS (
+    UPDATE chats SET next_seq = next_seq + $3, revision = revision + 1,
+           last_message_at = $2, updated_at = $2
+     WHERE chat_id = $1 AND deleted_at IS NULL AND status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND agui_id = ANY($5::text[]))
+ RETURNING next_seq - $3 AS first_seq
+), m AS (
+    INSERT INTO messages (chat_id, seq, message_id, agui_id, role, kind, run_id, request_id,
+                          block_id, revision, created_at, updated_at, fingerprint, body)
+    SELECT $1, c.first_seq + u.ord - 1, u.message_id, u.agui_id, u.role, 'message', NULL, NULL,
+           NULL, 0, $2, $2, u.fingerprint, u.body
+      FROM c, unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[])
+              WITH ORDINALITY AS u(message_id, agui_id, role, fingerprint, body, ord)
+)
+SELECT first_seq FROM c
+"""
+
+RAW_PAGE = """
+SELECT chat_id, seq, revision, created_at, updated_at, deleted_at, fingerprint, body
+  FROM messages
+ WHERE chat_id = $1 AND seq < $2 AND deleted_at IS NULL
+   AND EXISTS (SELECT 1 FROM chats WHERE chat_id = $1 AND deleted_at IS NULL
+                                     AND status = 'active')
+ ORDER BY seq DESC LIMIT $3
+"""
+
+RAW_LIST_CHATS = """
+SELECT seq, revision, updated_at, last_message_at, body FROM chats
+ WHERE deleted_at IS NULL AND user_id = $1 ORDER BY seq DESC LIMIT $2
+"""
+
+RAW_LAST_MESSAGES = """
+SELECT newest.* FROM chats
+  JOIN LATERAL (SELECT chat_id, seq, revision, created_at, updated_at, deleted_at,
+                       fingerprint, body
+                  FROM messages
+                 WHERE messages.chat_id = chats.chat_id AND messages.deleted_at IS NULL
+                 ORDER BY seq DESC LIMIT 1) AS newest ON true
+ WHERE chats.chat_id = ANY($1::uuid[]) AND chats.deleted_at IS NULL AND chats.status = 'active'
+"""
+
+
+# -- measurement ----------------------------------------------------------------------------
+
+
+@dataclass
+class Line:
+    """One benchmark line: per-operation seconds of each client over the repetitions."""
+
+    name: str
+    ops: int
+    times: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, client: str, seconds: float) -> None:
+        self.times.setdefault(client, []).append(seconds / self.ops)
+
+    def median(self, client: str) -> float | None:
+        values = self.times.get(client)
+        return statistics.median(values) if values else None
+
+
+async def timed(run: Callable[[], Awaitable[None]]) -> float:
+    start = time.perf_counter()
+    await run()
+    return time.perf_counter() - start
+
+
+def bench_url() -> str:
+    url = os.environ.get("THREADKEEP_TEST_POSTGRES_URL")
+    if not url:
+        sys.exit(
+            "THREADKEEP_TEST_POSTGRES_URL is not set; run: bash .ci/services/postgres.sh start "
+            '&& eval "$(bash .ci/services/postgres.sh env)"'
+        )
+    return make_url(url).set(database="threadkeep_bench").render_as_string(hide_password=False)
+
+
+def dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def message_body(agui_id: str | None, content: str) -> tuple[Message, str, str]:
+    """Return a message, its body and fingerprint as the store would write them."""
+    store_side = Store.prepare  # the same encoding the store uses
+    message = Message(role="user", content=content, agui_id=agui_id)
+    prepared = store_side(_PREPARER, message)
+    return message, prepared.body, prepared.fingerprint
+
+
+class _Preparer:
+    max_message_bytes = 16 * 1024 * 1024
+
+
+_PREPARER: Any = _Preparer()
+
+
+# -- data loading (COPY) --------------------------------------------------------------------
+
+
+def chat_row(store: Store, user_id: str, thread_id: str, now: datetime) -> tuple[Any, ...]:
+    chat_id = uuid.uuid4()
+    body = store.record_body(
+        store.chat_model(
+            chat_id=chat_id, user_id=user_id, thread_id=thread_id, created_at=now, updated_at=now
+        )
+    )
+    key = hashlib.sha256(f"chat\0{user_id}\0{thread_id}".encode()).hexdigest()
+    return (chat_id, key, user_id, thread_id, "active", "private", 0, 1, 1, now, now, body)
+
+
+CHAT_COPY_COLUMNS = [
+    "chat_id",
+    "dedup_key",
+    "user_id",
+    "thread_id",
+    "status",
+    "share",
+    "revision",
+    "next_seq",
+    "next_step_seq",
+    "created_at",
+    "updated_at",
+    "body",
+]
+MESSAGE_COPY_COLUMNS = [
+    "chat_id",
+    "seq",
+    "message_id",
+    "role",
+    "kind",
+    "revision",
+    "created_at",
+    "updated_at",
+    "fingerprint",
+    "body",
+]
+
+
+def message_rows(
+    chat_id: uuid.UUID, first: int, count: int, now: datetime
+) -> list[tuple[Any, ...]]:
+    template = Message(role="assistant", content="@CONTENT@", message_id=uuid.UUID(int=0))
+    body = SqlStore.message_body(template)
+    fingerprint = SqlStore.fingerprint(template)
+    zero = str(uuid.UUID(int=0))
+    rows = []
+    for seq in range(first, first + count):
+        message_id = uuid.uuid4()
+        text = body.replace(zero, str(message_id)).replace("@CONTENT@", f"message number {seq}")
+        rows.append(
+            (chat_id, seq, message_id, "assistant", "message", 0, now, now, fingerprint, text)
+        )
+    return rows
+
+
+async def load_deep_thread(raw: asyncpg.Connection, store: Store, now: datetime) -> uuid.UUID:
+    row = chat_row(store, "deep-user", "deep-thread", now)
+    await raw.copy_records_to_table("chats", records=[row], columns=CHAT_COPY_COLUMNS)
+    chat_id = row[0]
+    step = 100_000
+    for first in range(1, DEEP_THREAD + 1, step):
+        rows = message_rows(chat_id, first, step, now)
+        await raw.copy_records_to_table("messages", records=rows, columns=MESSAGE_COPY_COLUMNS)
+    await raw.execute(
+        "UPDATE chats SET next_seq = $2, last_message_at = $3 WHERE chat_id = $1",
+        chat_id,
+        DEEP_THREAD + 1,
+        now,
+    )
+    return chat_id
+
+
+async def load_user_chats(raw: asyncpg.Connection, store: Store, now: datetime) -> str:
+    user = "busy-user"
+    rows = [chat_row(store, user, f"thread-{i}", now) for i in range(CHATS_PER_USER)]
+    await raw.copy_records_to_table("chats", records=rows, columns=CHAT_COPY_COLUMNS)
+    previews = [m for r in rows for m in message_rows(r[0], 1, 2, now)]
+    await raw.copy_records_to_table("messages", records=previews, columns=MESSAGE_COPY_COLUMNS)
+    await raw.execute(
+        "UPDATE chats SET next_seq = 3, last_message_at = $2 WHERE user_id = $1", user, now
+    )
+    return user
+
+
+# -- the lines ------------------------------------------------------------------------------
+
+
+async def line_append_one(
+    line: Line, raw: asyncpg.Connection, store: SqlStore, lite: SqlStore | None, reps: int
+) -> None:
+    stmt = await raw.prepare(RAW_APPEND_ONE)
+    for rep in range(reps):
+        raw_chat = await store.create_chat("bench", f"raw-one-{rep}")
+        sql_chat = await store.create_chat("bench", f"sql-one-{rep}")
+        api_chat = await store.create_chat("bench", f"api-one-{rep}")
+
+        async def run_raw() -> None:
+            for i in range(line.ops):
+                _, body, fp = message_body(f"a{i}", f"message {i}")
+                now = datetime.now(UTC)
+                await stmt.fetchval(raw_chat.chat_id, now, f"a{i}", uuid.uuid4(), "user", fp, body)
+
+        async def run_sql() -> None:
+            for i in range(line.ops):
+                prepared = store.prepare(
+                    Message(role="user", content=f"message {i}", agui_id=f"a{i}")
+                )
+                async with store.db.write() as conn:
+                    await append_one(conn, sql_chat.chat_id, prepared, datetime.now(UTC))
+
+        async def run_api(target: SqlStore, chat_id: uuid.UUID) -> None:
+            for i in range(line.ops):
+                await target.append_message(
+                    chat_id, Message(role="user", content=f"message {i}", agui_id=f"a{i}")
+                )
+
+        line.add("raw", await timed(run_raw))
+        line.add("sql", await timed(run_sql))
+        line.add("api", await timed(lambda: run_api(store, api_chat.chat_id)))
+        if lite is not None:
+            lite_chat = await lite.create_chat("bench", f"one-{rep}")
+            line.add("sqlite", await timed(lambda: run_api(lite, lite_chat.chat_id)))
+
+
+async def line_append_batches(
+    line: Line, raw: asyncpg.Connection, store: SqlStore, lite: SqlStore | None, reps: int
+) -> None:
+    stmt = await raw.prepare(RAW_APPEND_BATCH)
+    batches = line.ops // 5
+
+    def batch(i: int) -> list[Message]:
+        return [
+            Message(role="user", content=f"message {i}-{j}", agui_id=f"b{i}-{j}") for j in range(5)
+        ]
+
+    for rep in range(reps):
+        raw_chat = await store.create_chat("bench", f"raw-batch-{rep}")
+        sql_chat = await store.create_chat("bench", f"sql-batch-{rep}")
+        api_chat = await store.create_chat("bench", f"api-batch-{rep}")
+
+        async def run_raw() -> None:
+            for i in range(batches):
+                encoded = [message_body(m.agui_id, m.content) for m in batch(i)]
+                await stmt.fetchval(
+                    raw_chat.chat_id,
+                    datetime.now(UTC),
+                    5,
+                    [uuid.uuid4() for _ in encoded],
+                    [f"b{i}-{j}" for j in range(5)],
+                    ["user"] * 5,
+                    [fp for _, _, fp in encoded],
+                    [body for _, body, _ in encoded],
+                )
+
+        async def run_sql() -> None:
+            for i in range(batches):
+                prepared = [store.prepare(m) for m in batch(i)]
+                async with store.db.write() as conn:
+                    await append_batch(conn, sql_chat.chat_id, prepared, datetime.now(UTC))
+
+        async def run_api(target: SqlStore, chat_id: uuid.UUID) -> None:
+            for i in range(batches):
+                await target.append_messages(chat_id, batch(i))
+
+        line.add("raw", await timed(run_raw))
+        line.add("sql", await timed(run_sql))
+        line.add("api", await timed(lambda: run_api(store, api_chat.chat_id)))
+        if lite is not None:
+            lite_chat = await lite.create_chat("bench", f"batch-{rep}")
+            line.add("sqlite", await timed(lambda: run_api(lite, lite_chat.chat_id)))
+
+
+async def line_page(
+    line: Line,
+    raw: asyncpg.Connection,
+    stores: dict[str, tuple[SqlStore, uuid.UUID]],
+    before: int | None,
+    reps: int,
+) -> None:
+    stmt = await raw.prepare(RAW_PAGE)
+    store, chat_id = stores["api"]
+    raw_before = _NO_SEQ if before is None else before
+
+    def cursor_for(target: SqlStore) -> str | None:
+        if before is None:
+            return None
+        return target._encode_cursor(_message_scope(chat_id_of(target), MessageFilter()), before)
+
+    def chat_id_of(target: SqlStore) -> uuid.UUID:
+        return next(cid for s, cid in stores.values() if s is target)
+
+    async def run_raw() -> None:
+        for _ in range(line.ops):
+            rows = await stmt.fetch(chat_id, raw_before, PAGE + 1)
+            assert len(rows) == PAGE + 1
+
+    async def run_sql() -> None:
+        params = {"chat_id": chat_id, "before": raw_before, "limit": PAGE + 1}
+        for _ in range(line.ops):
+            async with store.db.read() as conn:
+                rows = (await conn.execute(_PAGE, params)).all()
+            assert len(rows) == PAGE + 1
+
+    async def run_api(target: SqlStore) -> None:
+        cursor = cursor_for(target)
+        target_chat = chat_id_of(target)
+        for _ in range(line.ops):
+            page = await target.list_messages(target_chat, limit=PAGE, cursor=cursor)
+            assert len(page.items) == PAGE and page.has_more
+
+    for _ in range(reps):
+        line.add("raw", await timed(run_raw))
+        line.add("sql", await timed(run_sql))
+        line.add("api", await timed(lambda: run_api(store)))
+        if "sqlite" in stores:
+            line.add("sqlite", await timed(lambda: run_api(stores["sqlite"][0])))
+
+
+async def line_chat_list(
+    line: Line,
+    raw: asyncpg.Connection,
+    stores: dict[str, SqlStore],
+    user: str,
+    reps: int,
+) -> None:
+    list_stmt = await raw.prepare(RAW_LIST_CHATS)
+    last_stmt = await raw.prepare(RAW_LAST_MESSAGES)
+    store = stores["api"]
+    chat_filter = ChatFilter(user_id=user)
+    list_sql = (
+        sa.select(*CHAT_COLUMNS)
+        .where(*chat_filter_clauses(chat_filter, "postgresql"))
+        .order_by(chats.c.seq.desc())
+        .limit(PAGE + 1)
+    )
+
+    async def run_raw() -> None:
+        for _ in range(line.ops):
+            rows = await list_stmt.fetch(user, PAGE + 1)
+            ids = [json.loads(r["body"])["chat_id"] for r in rows[:PAGE]]
+            previews = await last_stmt.fetch([uuid.UUID(i) for i in ids])
+            assert len(previews) == PAGE
+
+    async def run_sql() -> None:
+        for _ in range(line.ops):
+            async with store.db.read() as conn:
+                rows = (await conn.execute(list_sql)).all()
+                ids = [uuid.UUID(json.loads(r[4])["chat_id"]) for r in rows[:PAGE]]
+                result = await conn.execute(store._last_messages_sql, {"chat_ids": ids})
+                assert len(result.all()) == PAGE
+
+    async def run_api(target: SqlStore) -> None:
+        for _ in range(line.ops):
+            page = await target.list_chats(chat_filter, limit=PAGE)
+            previews = await target.get_last_messages([c.chat_id for c in page.items])
+            assert len(previews) == PAGE
+
+    for _ in range(reps):
+        line.add("raw", await timed(run_raw))
+        line.add("sql", await timed(run_sql))
+        line.add("api", await timed(lambda: run_api(store)))
+        if "sqlite" in stores:
+            line.add("sqlite", await timed(lambda: run_api(stores["sqlite"])))
+
+
+# -- SQLite loading (no COPY: executemany on the file) --------------------------------------
+
+
+async def load_sqlite(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
+    deep = await lite.create_chat("deep-user", "deep-thread")
+    user = "busy-user"
+    async with lite.db.transaction() as conn:
+        step = 100_000
+        for first in range(1, DEEP_THREAD + 1, step):
+            rows = [
+                dict(zip(MESSAGE_COPY_COLUMNS, r, strict=True))
+                for r in message_rows(deep.chat_id, first, step, now)
+            ]
+            await conn.execute(sa.insert(messages), rows)
+        await conn.execute(
+            sa.update(chats).where(chats.c.chat_id == deep.chat_id).values(next_seq=DEEP_THREAD + 1)
+        )
+    for i in range(CHATS_PER_USER):
+        await lite.create_chat(user, f"thread-{i}")
+    async with lite.db.transaction() as conn:
+        ids = (
+            (await conn.execute(sa.select(chats.c.chat_id).where(chats.c.user_id == user)))
+            .scalars()
+            .all()
+        )
+        for chat_id in ids:
+            rows = [
+                dict(zip(MESSAGE_COPY_COLUMNS, r, strict=True))
+                for r in message_rows(chat_id, 1, 2, now)
+            ]
+            await conn.execute(sa.insert(messages), rows)
+        await conn.execute(
+            sa.update(chats).where(chats.c.user_id == user).values(next_seq=3, last_message_at=now)
+        )
+    return deep.chat_id, user
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def report(lines: list[Line], deep: Line, newest: Line) -> str:
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value * 1000:8.3f}"
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return "-" if a is None or b is None else f"{a / b:5.2f}x"
+
+    out = [
+        f"{'line':<44} {'raw ms':>8} {'sql ms':>8} {'sql/raw':>7} {'api ms':>8} {'api/raw':>7}"
+        f" {'sqlite ms':>9}",
+    ]
+    for line in lines:
+        raw, sql, api, lite = (line.median(c) for c in ("raw", "sql", "api", "sqlite"))
+        out.append(
+            f"{line.name:<44} {ms(raw)} {ms(sql)} {ratio(sql, raw):>7} {ms(api)} "
+            f"{ratio(api, raw):>7} {ms(lite):>9}"
+        )
+    out.append("")
+    for client in ("raw", "sql", "api", "sqlite"):
+        out.append(
+            f"deep page / newest page ({client}): {ratio(deep.median(client), newest.median(client))}"
+        )
+    out.append("targets: sql/raw <= 1.30x on every line; deep/newest <= 1.50x")
+    return "\n".join(out)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer ops (a smoke run)")
+    parser.add_argument("--reps", type=int, default=5, help="repetitions per line")
+    parser.add_argument("--no-sqlite", action="store_true", help="skip the SQLite column")
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    url = bench_url()
+    schema = f"bench_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(dsn(url))
+    await admin.execute(f'CREATE SCHEMA "{schema}"')
+    now = datetime.now(UTC)
+    tmp = tempfile.TemporaryDirectory()
+    try:
+        store = await SqlStore(url, schema=schema).open()
+        raw = await asyncpg.connect(dsn(url), server_settings={"search_path": schema})
+        lite = None
+        if not args.no_sqlite:
+            lite = await SqlStore(f"sqlite+aiosqlite:///{Path(tmp.name) / 'bench.db'}").open()
+        print(
+            f"loading a {DEEP_THREAD:,}-message thread and {CHATS_PER_USER:,} chats ...", flush=True
+        )
+        deep_chat = await load_deep_thread(raw, store, now)
+        user = await load_user_chats(raw, store, now)
+        await raw.execute("ANALYZE")
+        pages: dict[str, tuple[SqlStore, uuid.UUID]] = {"api": (store, deep_chat)}
+        lists: dict[str, SqlStore] = {"api": store}
+        if lite is not None:
+            lite_deep, lite_user = await load_sqlite(lite, now)
+            assert lite_user == user
+            pages["sqlite"] = (lite, lite_deep)
+            lists["sqlite"] = lite
+        one = Line("append 10,000 messages one by one", 10_000 // scale)
+        five = Line("append 10,000 messages in batches of 5", 10_000 // scale)
+        newest = Line("read the newest page (50 of 1,000,000)", 2_000 // scale)
+        deep = Line("read a page 500,000 deep (50 of 1,000,000)", 2_000 // scale)
+        listing = Line("list newest 50 of 10,000 chats + previews", 1_000 // scale)
+        reps = max(1, args.reps // (2 if args.quick else 1))
+        print("append one by one ...", flush=True)
+        await line_append_one(one, raw, store, lite, max(1, reps // 2) if not args.quick else 1)
+        print("append in batches ...", flush=True)
+        await line_append_batches(
+            five, raw, store, lite, max(1, reps // 2) if not args.quick else 1
+        )
+        print("pages ...", flush=True)
+        await line_page(newest, raw, pages, None, reps)
+        await line_page(deep, raw, pages, DEEP_POSITION + 1, reps)
+        print("chat list ...", flush=True)
+        await line_chat_list(listing, raw, lists, user, reps)
+        print()
+        print(report([one, five, newest, deep, listing], deep, newest))
+        await raw.close()
+        await store.close()
+        if lite is not None:
+            await lite.close()
+    finally:
+        await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await admin.close()
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
