@@ -1,0 +1,175 @@
+"""The hot-row primitives cold archiving needs: scan, delete while archived, restore.
+
+Deletes run only while the chat is archived, checked by ``If-Match`` on the session
+version read at that moment: each batch of up to 200 deletes is conditional on the version
+the previous one produced, so a rehydration (or any write) in between stops the delete
+there, and whatever it removed is restored from the bundle. Restores write events with
+their original ``seq`` as explicit sequence ids (the service's import mode) and skip
+messages already stored, so a rerun after a crash is harmless. Archived ids are recorded
+as ``archived:<uuid>`` sessions under the chat's ``//loc/`` prefix (written for real, not
+best effort, since an archiver can rerun its step) and go with ``_purge_chat``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from threadkeep import ChatStatus, Conflict, Message, PreparedMessage
+
+from ._base import ATTEMPTS
+from ._codec import MESSAGE_TYPES, columns, message_events
+from ._errors import mapped
+from ._locators import LOCATOR_PREFIX
+from ._messages import MessagePrimitives
+from .emulator import (
+    MAX_BATCH,
+    ConflictError,
+    DuplicateEventKey,
+    NewEvent,
+    NotFoundError,
+    Session,
+)
+
+__all__ = ["ArchivePrimitives"]
+
+
+class ArchivePrimitives(MessagePrimitives):
+    """``_scan_messages``, ``_delete_hot_messages``, ``_delete_archived_rows``, restore, ids."""
+
+    @mapped
+    async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+        found_session = await self._chat_session(chat_id, include_deleted=False)
+        if found_session is None or found_session[1].deleted_at is not None:
+            return []
+        session_id = found_session[0].session_id
+        found: list[Message] = []
+        async for heads in self._heads(session_id, after=after_seq, page=min(200, limit)):
+            found += await self._materialize(session_id, chat_id, heads)
+            if len(found) >= limit:
+                return found[:limit]
+        return found
+
+    @mapped
+    async def _delete_hot_messages(self, chat_id: UUID) -> int:
+        found = await self._chat_session(chat_id, include_deleted=False)
+        if found is None or found[1].status is not ChatStatus.ARCHIVED:
+            return 0
+        return await self._delete_events_while(found[0])
+
+    @mapped
+    async def _delete_archived_rows(
+        self, chat_id: UUID, expected_revision: int
+    ) -> dict[str, int] | None:
+        found = await self._chat_session(chat_id, include_deleted=False)
+        if found is None:
+            return None
+        session, chat = found
+        if chat.status is not ChatStatus.ARCHIVED or session.version != expected_revision:
+            return None
+        return {"messages": await self._delete_events_while(session), "steps": 0}
+
+    async def _delete_events_while(self, session: Session) -> int:
+        """Delete every event of the session, each batch conditional on the last version."""
+        version, heads = session.version, 0
+        while True:
+            events = await self.service.list_events(
+                self.space_id, session.session_id, limit=MAX_BATCH
+            )
+            if not events:
+                return heads
+            ids = [e.event_id for e in events]
+            try:
+                version = await self.service.delete_events(
+                    self.space_id, session.session_id, ids, hard=True, if_match=version
+                )
+            except ConflictError:
+                return heads
+            heads += sum(1 for e in events if e.event_type in MESSAGE_TYPES)
+            self._hot_sessions.pop(session.session_id)
+
+    @mapped
+    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+        found = await self._chat_session(chat_id, include_deleted=True)
+        if found is None:
+            return 0
+        participant = self._participant(found[1])
+        added = 0
+        for item_id in item_ids:
+            _, created = await self.service.create_session(
+                self.space_id,
+                dedup_key=self.locators.key("archived", item_id),
+                description=f"{LOCATOR_PREFIX}{chat_id}/archived/",
+                participants=[participant],
+                metadata={"kind": "archived", "chat_id": str(chat_id)},
+            )
+            added += int(created)
+        return added
+
+    @mapped
+    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+        try:
+            session = await self.service.find_session(
+                self.space_id, dedup_key=self.locators.key("archived", item_id)
+            )
+        except NotFoundError:
+            return None
+        return UUID(str(session.metadata["chat_id"]))
+
+    @mapped
+    async def _restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
+        found = await self._chat_session(chat_id, include_deleted=False)
+        if found is None:
+            return 0
+        session_id = found[0].session_id
+        inserted = 0
+        for group in self._restore_groups([m for m in messages if m.seq is not None]):
+            inserted += await self._restore_group(session_id, group)
+        self._hot_sessions.pop(session_id)
+        return inserted
+
+    def _restore_groups(self, messages: Sequence[Message]) -> list[list[list[NewEvent]]]:
+        """Group each message's events so that one group fits one batch call."""
+        groups: list[list[list[NewEvent]]] = [[]]
+        size = 0
+        for message in messages:
+            events = self._restored_events(message)
+            if size + len(events) > MAX_BATCH and groups[-1]:
+                groups.append([])
+                size = 0
+            groups[-1].append(events)
+            size += len(events)
+        return [g for g in groups if g]
+
+    def _restored_events(self, message: Message) -> list[NewEvent]:
+        prepared = PreparedMessage(
+            message=message, body=self.message_body(message), fingerprint=self.fingerprint(message)
+        )
+        cols = columns(
+            message,
+            revision=message.revision,
+            created_at=message.created_at,
+            updated_at=message.updated_at,
+            deleted_at=message.deleted_at,
+            fingerprint=prepared.fingerprint,
+        )
+        head, *chunks = message_events(prepared, cols)
+        explicit = NewEvent(head.event_type, head.body, head.dedup_key, sequence_id=message.seq)
+        return [explicit, *chunks]
+
+    async def _restore_group(self, session_id: str, group: list[list[NewEvent]]) -> int:
+        for _ in range(ATTEMPTS):
+            keys = [str(events[0].dedup_key) for events in group]
+            stored = await self.service.get_events(self.space_id, session_id, dedup_keys=keys)
+            present = {e.dedup_key for e in stored}
+            todo = [events for events in group if events[0].dedup_key not in present]
+            if not todo:
+                return 0
+            try:
+                await self.service.create_events(
+                    self.space_id, session_id, [e for events in todo for e in events]
+                )
+            except (DuplicateEventKey, ConflictError):
+                continue
+            return len(todo)
+        raise Conflict("restoring messages kept colliding with concurrent writers; try again")

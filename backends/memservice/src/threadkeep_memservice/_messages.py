@@ -1,0 +1,295 @@
+"""Message primitives besides appends: reads by page, by id and by agui_id; edits; hiding.
+
+Lookups by uuid (``_get_message``, ``_replace_message``, ``_find_nested``) go through the
+locator index: the cache, else one point read of the locator, then the chat's session and
+the message's head event (two more point reads), checked to hold that very uuid. Every
+write to an event is conditional on the session version and the event's version token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from uuid import UUID
+
+from threadkeep import Conflict, Message, MessageFilter, MessageKind, NestedKind, PreparedMessage
+from threadkeep import message_matches as matches
+
+from ._appends import AppendPrimitives
+from ._base import ATTEMPTS, is_hot
+from ._codec import (
+    CHUNK_TYPE,
+    agui_event_key,
+    chunk_keys_of,
+    columns,
+    columns_of,
+    encode_strings,
+    message_events,
+)
+from ._errors import mapped
+from ._locators import Location
+from ._reads import Visible, batched, is_hidden
+from .emulator import ConflictError, Event, EventPatch, MemServiceError, NotFoundError, Session
+
+__all__ = ["MessagePrimitives"]
+
+_BOUNDARY_ONLY = MessageFilter(kinds=frozenset({MessageKind.BOUNDARY}))
+
+
+def _types_for(message_filter: MessageFilter) -> tuple[str, ...]:
+    if message_filter.kinds is None:
+        return ("message", "boundary")
+    return tuple(sorted(str(k) for k in message_filter.kinds))
+
+
+class MessagePrimitives(AppendPrimitives):
+    """Reads, compare-and-set edits and hiding of messages."""
+
+    # -- pages -------------------------------------------------------------------------
+
+    @mapped
+    async def _page_messages(
+        self,
+        chat_id: UUID,
+        message_filter: MessageFilter,
+        before_seq: int | None,
+        limit: int,
+    ) -> list[Message] | None:
+        session = await self._hot_session(chat_id)
+        if session is None:
+            return None
+        found: list[Message] = []
+        async for heads in self._heads(
+            session.session_id,
+            types=_types_for(message_filter),
+            before=before_seq,
+            descending=True,
+            page=min(200, max(limit, 20)),
+        ):
+            visible = [h for h in heads if not is_hidden(h)]
+            for message in await self._materialize(session.session_id, chat_id, visible):
+                if matches(message_filter, message):
+                    found.append(message)
+                    if len(found) == limit:
+                        return found
+        return found
+
+    @mapped
+    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+        found_session = await self._chat_session(chat_id, include_deleted=False)
+        if found_session is None or found_session[1].deleted_at is not None:
+            return []
+        session_id = found_session[0].session_id
+        found: list[Message] = []
+        async for heads in self._heads(session_id, after=after_seq, page=min(200, limit)):
+            visible = [h for h in heads if not is_hidden(h)]
+            found += await self._materialize(session_id, chat_id, visible)
+            if len(found) >= limit:
+                return found[:limit]
+        return found
+
+    async def _last_boundary(self, chat_id: UUID) -> Message | None:
+        page = await self._page_messages(chat_id, _BOUNDARY_ONLY, None, 1)
+        return page[0] if page else None
+
+    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
+        found: dict[UUID, Message] = {}
+        for chat_id in chat_ids:
+            page = await self._page_messages(chat_id, MessageFilter(), None, 1)
+            if page:
+                found[chat_id] = page[0]
+        return found
+
+    # -- by id ---------------------------------------------------------------------------
+
+    async def _locate_visible(self, message_id: UUID) -> Visible | None:
+        location = await self.locators.locate("message", message_id)
+        if location is None:
+            return None
+        found = await self._visible_at(location, message_id)
+        if found is None:
+            self.locators.forget("message", message_id)
+        return found
+
+    @mapped
+    async def _get_message(self, message_id: UUID) -> Message | None:
+        found = await self._locate_visible(message_id)
+        return None if found is None else found[2]
+
+    @mapped
+    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+        session_id = await self.registry.resolve(chat_id)
+        if session_id is None:
+            return None
+        location = Location(session_id, chat_id, agui_event_key(agui_id))
+        found = await self._visible_at(location, None)
+        if found is None or found[2].agui_id != agui_id:
+            return None
+        return found[2]
+
+    @mapped
+    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+        location = await self.locators.locate(kind, item_id)
+        if location is None:
+            return None
+        found = await self._visible_at(location, None)
+        message = None if found is None else found[2]
+        items = [] if message is None else _nested_ids(message, kind)
+        if message is None or item_id not in items:
+            self.locators.forget(kind, item_id)
+            return None
+        return message
+
+    @mapped
+    async def _find_nested_by_agui_id(
+        self, kind: NestedKind, chat_id: UUID, agui_id: str
+    ) -> Message | None:
+        session = await self._hot_session(chat_id)
+        if session is None:
+            return None
+        async for heads in self._heads(session.session_id, descending=True):
+            visible = [h for h in heads if not is_hidden(h)]
+            for message in await self._materialize(session.session_id, chat_id, visible):
+                items = message.tool_calls if kind == "tool_call" else message.reasonings
+                if any(item.agui_id == agui_id for item in items):
+                    return message
+        return None
+
+    # -- edits ---------------------------------------------------------------------------
+
+    @mapped
+    async def _replace_message(
+        self, prepared: PreparedMessage, expected_revision: int, now: datetime
+    ) -> Message | None:
+        message_id = prepared.message.message_id
+        for attempt in range(ATTEMPTS):
+            found = await self._locate_visible(message_id)
+            if found is None:
+                return None
+            session, head, current = found
+            if current.revision != expected_revision or not is_hot(self._chat_of(session)):
+                return None
+            try:
+                stored = await self._overwrite(session, head, current, prepared, now)
+            except ConflictError:
+                await self._backoff(attempt)
+                continue
+            except NotFoundError:
+                return None
+            participant = self._participant(self._chat_of(session))
+            await self._write_locators(session.session_id, stored, participant, known=current)
+            return stored
+        raise Conflict(f"message {message_id} kept changing under concurrent writers")
+
+    async def _overwrite(
+        self,
+        session: Session,
+        head: Event,
+        current: Message,
+        prepared: PreparedMessage,
+        now: datetime,
+    ) -> Message:
+        """Write ``prepared`` over the head event (new chunks first, old ones dropped after)."""
+        cols = columns(
+            prepared.message,
+            revision=current.revision + 1,
+            created_at=current.created_at,
+            updated_at=now,
+            deleted_at=None,
+            fingerprint=prepared.fingerprint,
+        )
+        new_head, *chunks = message_events(prepared, cols)
+        session_id, version = session.session_id, session.version
+        if chunks:
+            _, version = await self.service.create_events(
+                self.space_id, session_id, chunks, if_match=version
+            )
+        patch = EventPatch(head.event_id, new_head.body, if_match=head.version)
+        try:
+            await self.service.patch_events(self.space_id, session_id, [patch], if_match=version)
+        except MemServiceError:
+            await self._drop_chunks(session_id, [str(c.dedup_key) for c in chunks])
+            raise
+        await self._drop_chunks(session_id, chunk_keys_of(head))
+        assert current.chat_id is not None
+        return self.message_from_row(
+            prepared.body,
+            chat_id=current.chat_id,
+            seq=head.sequence_id,
+            revision=current.revision + 1,
+            created_at=current.created_at,
+            updated_at=now,
+        )
+
+    async def _drop_chunks(self, session_id: str, keys: Sequence[str]) -> None:
+        """Delete chunk events no head refers to any more (best effort: orphans are inert)."""
+        for batch in batched(keys):
+            try:
+                events = await self.service.get_events(self.space_id, session_id, dedup_keys=batch)
+                ids = [e.event_id for e in events if e.event_type == CHUNK_TYPE]
+                if ids:
+                    await self.service.delete_events(self.space_id, session_id, ids, hard=True)
+            except MemServiceError:
+                return
+
+    @mapped
+    async def _hide_messages(
+        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
+    ) -> int:
+        for attempt in range(ATTEMPTS):
+            found = await self._chat_session(chat_id, include_deleted=False)
+            if found is None or found[1].deleted_at is not None:
+                return 0
+            session = found[0]
+            heads = await self._heads_of(session, chat_id, set(message_ids))
+            patches = [_hide_patch(h, now) for h in heads if not is_hidden(h)]
+            if not patches:
+                return 0
+            try:
+                await self.service.patch_events(
+                    self.space_id, session.session_id, patches, if_match=session.version
+                )
+            except ConflictError:
+                await self._backoff(attempt)
+                continue
+            return len(patches)
+        raise Conflict(f"chat {chat_id} kept changing under concurrent writers")
+
+    async def _heads_of(self, session: Session, chat_id: UUID, wanted: set[UUID]) -> list[Event]:
+        """Return the head events of these messages in the chat (locators, else a scan)."""
+        keys: list[str] = []
+        for message_id in wanted:
+            location = await self.locators.locate("message", message_id)
+            if location is not None and location.session_id == session.session_id:
+                keys.append(str(location.event_key))
+        found: dict[str, Event] = {}
+        for batch in batched(keys):
+            for head in await self.service.get_events(
+                self.space_id, session.session_id, dedup_keys=batch
+            ):
+                found[str(columns_of(head)["message_id"])] = head
+        missing = {str(m) for m in wanted} - set(found)
+        if missing:
+            # Lost locators: the chat's own session is scanned (never the space).
+            async for heads in self._heads(session.session_id):
+                for head in heads:
+                    stored_id = str(columns_of(head)["message_id"])
+                    if stored_id in missing:
+                        found[stored_id] = head
+        return [h for m, h in found.items() if UUID(m) in wanted]
+
+
+def _nested_ids(message: Message, kind: NestedKind) -> list[UUID]:
+    if kind == "tool_call":
+        return [c.tool_call_id for c in message.tool_calls]
+    return [r.reasoning_id for r in message.reasonings]
+
+
+def _hide_patch(head: Event, now: datetime) -> EventPatch:
+    cols = columns_of(head)
+    cols.update(
+        deleted_at=now.isoformat(), updated_at=now.isoformat(), revision=int(cols["revision"]) + 1
+    )
+    body = dict(head.body)
+    body["cols"] = encode_strings(cols)
+    return EventPatch(head.event_id, body, if_match=head.version)

@@ -1,0 +1,123 @@
+"""Turning a chat's events back into messages: chunks, visibility, locations, scans."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from uuid import UUID
+
+from threadkeep import BackendUnavailable, Message
+
+from ._base import MemServiceBase
+from ._codec import (
+    MESSAGE_TYPES,
+    assemble_chunks,
+    chunk_keys_of,
+    columns_of,
+    inline_body,
+    parse_time,
+)
+from ._locators import Location
+from .emulator import MAX_BATCH, MAX_PAGE, Event, NotFoundError, Session
+
+__all__ = ["ReadHelpers", "Visible", "batched"]
+
+Visible = tuple[Session, Event, Message]
+"""A visible message with the session and head event it was read from."""
+
+
+def batched(items: Sequence[str], size: int = MAX_BATCH) -> list[Sequence[str]]:
+    """Split ``items`` into slices of at most ``size``."""
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def is_hidden(head: Event) -> bool:
+    """Return whether a head event's message is hidden (``delete_messages``)."""
+    return columns_of(head).get("deleted_at") is not None
+
+
+class ReadHelpers(MemServiceBase):
+    """Materializing messages from head events and reading them by location."""
+
+    async def _materialize(
+        self, session_id: str, chat_id: UUID, heads: Sequence[Event]
+    ) -> list[Message]:
+        """Return the messages of ``heads`` (fetching chunks of large ones in batches)."""
+        keys = [key for head in heads for key in chunk_keys_of(head)]
+        chunks: list[Event] = []
+        for batch in batched(keys):
+            chunks += await self.service.get_events(self.space_id, session_id, dedup_keys=batch)
+        return [self._message_of(head, chat_id, chunks) for head in heads]
+
+    def _message_of(self, head: Event, chat_id: UUID, chunks: Sequence[Event]) -> Message:
+        cols = columns_of(head)
+        body: str | dict[str, object] | None = inline_body(head)
+        if body is None:
+            try:
+                body = assemble_chunks(head, chunks)
+            except ValueError as exc:
+                raise BackendUnavailable(f"a stored message is damaged: {exc}") from exc
+        return self.message_from_row(
+            body,
+            chat_id=chat_id,
+            seq=head.sequence_id,
+            revision=int(cols["revision"]),
+            created_at=parse_time(cols.get("created_at")),
+            updated_at=parse_time(cols.get("updated_at")),
+            deleted_at=parse_time(cols.get("deleted_at")),
+        )
+
+    async def _visible_at(self, location: Location, message_id: UUID | None) -> Visible | None:
+        """Read the visible message at ``location`` (three point reads), or ``None``.
+
+        ``None`` when the chat's session is gone or deleted, the event is missing (a stale
+        locator), the event holds another message than ``message_id``, or it is hidden.
+        """
+        if location.event_key is None:
+            return None
+        try:
+            session = await self.service.get_session(self.space_id, location.session_id)
+            events = await self.service.get_events(
+                self.space_id, location.session_id, dedup_keys=[location.event_key]
+            )
+        except NotFoundError:
+            return None
+        chat = self._chat_of(session)
+        if chat.deleted_at is not None or chat.chat_id != location.chat_id or not events:
+            return None
+        head = events[0]
+        if head.event_type not in MESSAGE_TYPES or is_hidden(head):
+            return None
+        if message_id is not None and columns_of(head)["message_id"] != str(message_id):
+            return None
+        (message,) = await self._materialize(location.session_id, chat.chat_id, [head])
+        return session, head, message
+
+    async def _heads(
+        self,
+        session_id: str,
+        *,
+        types: Sequence[str] = MESSAGE_TYPES,
+        after: int | None = None,
+        before: int | None = None,
+        descending: bool = False,
+        page: int = MAX_PAGE,
+    ) -> AsyncIterator[list[Event]]:
+        """Yield pages of a session's head events in sequence order (keyset on sequence_id)."""
+        while True:
+            events = await self.service.list_events(
+                self.space_id,
+                session_id,
+                event_types=types,
+                after=after,
+                before=before,
+                limit=page,
+                descending=descending,
+            )
+            if events:
+                yield events
+            if len(events) < page:
+                return
+            if descending:
+                before = events[-1].sequence_id
+            else:
+                after = events[-1].sequence_id

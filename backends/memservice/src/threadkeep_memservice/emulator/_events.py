@@ -1,0 +1,329 @@
+"""Event operations, all within one live session: batch create, read, list, patch, delete.
+
+There is no query across sessions. Every write to a session's events grows the session's
+version by one, so a write conditional on that version (``if_match``) fails if anything
+in the session changed since the caller read it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+
+from ._errors import ConflictError, DuplicateEventKey, NotFoundError, ValidationError
+from ._records import (
+    MAX_DEDUP_KEY,
+    Event,
+    EventPatch,
+    NewEvent,
+    check_batch,
+    check_string,
+    encode_document,
+)
+from ._sessions import SessionOps, _check_if_match, _check_limit
+from ._state import EventRow, SessionRow
+
+__all__ = ["EventOps"]
+
+
+def _check_new_events(row: SessionRow, events: Sequence[NewEvent]) -> list[str]:
+    check_batch(events, "create_events")
+    texts: list[str] = []
+    duplicates: list[str] = []
+    seen_keys: set[str] = set()
+    explicit: set[int] = set()
+    for index, event in enumerate(events):
+        check_string(event.event_type, f"events[{index}].event_type", max_length=128)
+        texts.append(encode_document(event.body, f"events[{index}].body"))
+        if event.dedup_key is not None:
+            check_string(event.dedup_key, f"events[{index}].dedup_key", max_length=MAX_DEDUP_KEY)
+            if event.dedup_key in seen_keys or event.dedup_key in row.event_keys:
+                duplicates.append(event.dedup_key)
+            seen_keys.add(event.dedup_key)
+        seq = event.sequence_id
+        if seq is not None:
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+                raise ValidationError(f"events[{index}].sequence_id must be a positive integer")
+            if seq in explicit or seq in row.by_seq:
+                raise ConflictError(f"events[{index}].sequence_id {seq} is already in use")
+            explicit.add(seq)
+    if duplicates:
+        msg = f"event dedup keys already stored in session {row.session_id}: {duplicates}"
+        raise DuplicateEventKey(msg, duplicates)
+    return texts
+
+
+class EventOps(SessionOps):
+    """Events of a session; see :class:`threadkeep_memservice.emulator.MemoryService`."""
+
+    async def create_events(
+        self,
+        space_id: str,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        if_match: int | None = None,
+    ) -> tuple[list[Event], int]:
+        """Create up to 200 events in one live session, all or nothing.
+
+        Events without an explicit ``sequence_id`` get consecutive ones after every id
+        the session has used, so ids grow in commit order. An explicit id (import) must not
+        be in use; the session's next id moves past it.
+
+        Args:
+            space_id: The space.
+            session_id: The session.
+            events: The events to create, in order.
+            if_match: The session version the caller read; a different one raises
+                ``ConflictError`` and writes nothing.
+
+        Returns:
+            ``(created events in request order, the session's new version)``.
+
+        Raises:
+            NotFoundError: If the session is missing or soft-deleted.
+            ConflictError: If ``if_match`` is stale or an explicit sequence id is in use.
+            DuplicateEventKey: If a dedup key is stored already or repeats in the batch.
+            ValidationError / DocumentTooLarge: If an event breaks a rule, or the batch is
+                empty or over 200.
+        """
+        args = {
+            "space_id": space_id,
+            "session_id": session_id,
+            "events": events,
+            "if_match": if_match,
+        }
+
+        def apply() -> tuple[list[Event], int]:
+            _, row = self._session_row(space_id, session_id)
+            _check_if_match(row, if_match)
+            texts = _check_new_events(row, events)
+            now = self._now()
+            created: list[EventRow] = []
+            for event in events:
+                if event.sequence_id is not None:
+                    row.next_event_seq = max(row.next_event_seq, event.sequence_id + 1)
+            for event, text in zip(events, texts, strict=True):
+                seq = event.sequence_id
+                if seq is None:
+                    seq = row.next_event_seq
+                event_row = EventRow(
+                    event_id=f"ev_{secrets.token_hex(8)}",
+                    sequence_id=seq,
+                    event_type=event.event_type,
+                    dedup_key=event.dedup_key,
+                    body_text=text,
+                    version=secrets.token_hex(6),
+                    created_at=now,
+                    updated_at=now,
+                )
+                row.add_event(event_row)
+                created.append(event_row)
+            row.touch(now)
+            return [e.record(session_id) for e in created], row.version
+
+        return await self._call("create_events", args, apply)
+
+    async def get_events(
+        self,
+        space_id: str,
+        session_id: str,
+        *,
+        event_ids: Sequence[str] = (),
+        dedup_keys: Sequence[str] = (),
+        include_deleted: bool = False,
+    ) -> list[Event]:
+        """Read events of one live session by id and/or dedup key (point reads, up to 200).
+
+        Returns:
+            The events found, ids first then keys, in request order; missing ones are
+            left out.
+
+        Raises:
+            NotFoundError: If the session is missing or soft-deleted.
+            ValidationError: If nothing or more than 200 is asked for.
+        """
+        args = {
+            "space_id": space_id,
+            "session_id": session_id,
+            "event_ids": tuple(event_ids),
+            "dedup_keys": tuple(dedup_keys),
+            "include_deleted": include_deleted,
+        }
+
+        def apply() -> list[Event]:
+            _, row = self._session_row(space_id, session_id)
+            check_batch([*event_ids, *dedup_keys], "get_events")
+            wanted = [*event_ids, *(row.event_keys.get(k) for k in dedup_keys)]
+            found: list[Event] = []
+            for event_id in wanted:
+                event = None if event_id is None else row.events.get(event_id)
+                if event is not None and (include_deleted or event.deleted_at is None):
+                    found.append(event.record(session_id))
+            return found
+
+        return await self._call("get_events", args, apply)
+
+    async def list_events(
+        self,
+        space_id: str,
+        session_id: str,
+        *,
+        event_types: Sequence[str] | None = None,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int = 100,
+        descending: bool = False,
+        include_deleted: bool = False,
+    ) -> list[Event]:
+        """List one live session's events in ``sequence_id`` order (keyset paging).
+
+        Args:
+            space_id: The space.
+            session_id: The session.
+            event_types: Keep only these types.
+            after: Keep ``sequence_id > after``.
+            before: Keep ``sequence_id < before``.
+            limit: At most this many (1 to 200).
+            descending: Newest first.
+            include_deleted: Also return soft-deleted (not yet expired) events.
+
+        Raises:
+            NotFoundError: If the session is missing or soft-deleted.
+            ValidationError: If ``limit`` is out of range.
+        """
+        args = {
+            "space_id": space_id,
+            "session_id": session_id,
+            "event_types": None if event_types is None else tuple(event_types),
+            "after": after,
+            "before": before,
+            "limit": limit,
+            "descending": descending,
+            "include_deleted": include_deleted,
+        }
+
+        def apply() -> list[Event]:
+            _, row = self._session_row(space_id, session_id)
+            _check_limit(limit)
+            types = None if event_types is None else frozenset(event_types)
+            found: list[Event] = []
+            for event in row.scan(after, before, descending):
+                if (types is not None and event.event_type not in types) or (
+                    event.deleted_at is not None and not include_deleted
+                ):
+                    continue
+                found.append(event.record(session_id))
+                if len(found) == limit:
+                    break
+            return found
+
+        return await self._call("list_events", args, apply)
+
+    async def patch_events(
+        self,
+        space_id: str,
+        session_id: str,
+        patches: Sequence[EventPatch],
+        *,
+        if_match: int | None = None,
+    ) -> tuple[list[Event], int]:
+        """Replace the bodies of up to 200 live events of one session, all or nothing.
+
+        Returns:
+            ``(patched events in request order, the session's new version)``.
+
+        Raises:
+            NotFoundError: If the session or an event is missing or soft-deleted.
+            ConflictError: If ``if_match`` (session) or a patch's ``if_match`` (event) is
+                stale.
+            ValidationError / DocumentTooLarge: If a body breaks a rule, an event repeats,
+                or the batch is empty or over 200.
+        """
+        args = {
+            "space_id": space_id,
+            "session_id": session_id,
+            "patches": patches,
+            "if_match": if_match,
+        }
+
+        def apply() -> tuple[list[Event], int]:
+            _, row = self._session_row(space_id, session_id)
+            _check_if_match(row, if_match)
+            check_batch(patches, "patch_events")
+            if len({p.event_id for p in patches}) != len(patches):
+                raise ValidationError("patch_events: an event appears twice in the batch")
+            targets: list[tuple[EventRow, str]] = []
+            for index, patch in enumerate(patches):
+                event = row.events.get(patch.event_id)
+                if event is None or event.deleted_at is not None:
+                    raise NotFoundError(f"no event {patch.event_id!r} in session {session_id!r}")
+                if patch.if_match is not None and patch.if_match != event.version:
+                    raise ConflictError(f"event {patch.event_id!r} changed since it was read")
+                targets.append((event, encode_document(patch.body, f"patches[{index}].body")))
+            now = self._now()
+            for event, text in targets:
+                event.body_text, event.version, event.updated_at = text, secrets.token_hex(6), now
+            row.touch(now)
+            return [event.record(session_id) for event, _ in targets], row.version
+
+        return await self._call("patch_events", args, apply)
+
+    async def delete_events(
+        self,
+        space_id: str,
+        session_id: str,
+        event_ids: Sequence[str],
+        *,
+        hard: bool = False,
+        if_match: int | None = None,
+    ) -> int:
+        """Delete up to 200 events of one live session, all or nothing.
+
+        A soft delete hides an event and frees its dedup key; it disappears for good
+        after the soft-delete TTL. A hard delete removes it now (soft-deleted ones too).
+
+        Returns:
+            The session's new version.
+
+        Raises:
+            NotFoundError: If the session or an event is missing (or, for a soft delete,
+                already soft-deleted).
+            ConflictError: If ``if_match`` is stale.
+            ValidationError: If the batch is empty, over 200, or repeats an event.
+        """
+        args = {
+            "space_id": space_id,
+            "session_id": session_id,
+            "event_ids": tuple(event_ids),
+            "hard": hard,
+            "if_match": if_match,
+        }
+
+        def apply() -> int:
+            _, row = self._session_row(space_id, session_id)
+            _check_if_match(row, if_match)
+            check_batch(event_ids, "delete_events")
+            if len(set(event_ids)) != len(event_ids):
+                raise ValidationError("delete_events: an event appears twice in the batch")
+            doomed = [row.events.get(event_id) for event_id in event_ids]
+            missing = [
+                i
+                for i, e in zip(event_ids, doomed, strict=True)
+                if e is None or (e.deleted_at is not None and not hard)
+            ]
+            if missing:
+                raise NotFoundError(f"no events {missing} in session {session_id!r}")
+            now = self._now()
+            for event in doomed:
+                assert event is not None
+                if hard:
+                    row.remove_event(event)
+                else:
+                    event.deleted_at = now
+                    row.release_key(event)
+                    self._schedule_expiry(space_id, session_id, event.event_id, now)
+            row.touch(now)
+            return row.version
+
+        return await self._call("delete_events", args, apply)
