@@ -317,3 +317,49 @@ class DriverPrimitives(ABC):
     async def _expired_runs(self, now: datetime, limit: int) -> list[Run]:
         """Return at most ``limit`` active runs whose ``lease_expires_at`` is before ``now``."""
         raise _unsupported("steps")
+
+    async def _commit_run(
+        self,
+        run: Run,
+        expected_revision: int | None,
+        messages: Sequence[PreparedMessage],
+        steps: Sequence[Step],
+        now: datetime,
+    ) -> tuple[Run, list[tuple[Message, bool]], list[Step]] | None:
+        """Write a run record with messages and steps of its chat as one batch.
+
+        What ``Store.begin_run`` (the run's input) and ``Store.end_run`` (a buffered run's
+        records) call. With ``expected_revision=None`` the run is inserted and must not
+        exist; otherwise it replaces the stored run only if the stored ``revision`` equals
+        ``expected_revision`` (it becomes ``expected_revision + 1``). ``messages`` are
+        appended to ``run.chat_id`` as ``_insert_messages`` appends them (idempotent by
+        ``agui_id``; ``IdempotencyConflict`` on another payload, before anything is written)
+        and ``steps`` are upserted as ``_save_steps`` does. Returns the stored run, the
+        ``(message, created)`` pairs and the stored steps, or ``None`` (writing nothing) when
+        the run check fails or the chat is not live and hot.
+
+        A driver should override it to do all of it in one atomic step (one transaction):
+        then a buffered run is exactly two store writes and a crash never leaves half a
+        batch. This default calls ``_get_run``, ``_insert_run``/``_replace_run``,
+        ``_insert_messages`` and ``_save_steps`` in turn: the same result without concurrent
+        writers, but not atomic, and several writes.
+        """
+        if expected_revision is None:
+            if await self._get_run(run.chat_id, run.run_id) is not None:
+                return None
+            stored = await self._insert_run(run)
+            if (stored.owner, stored.created_at) != (run.owner, run.created_at):
+                return None
+        else:
+            replaced = await self._replace_run(run, expected_revision)
+            if replaced is None:
+                return None
+            stored = replaced
+        results: list[tuple[Message, bool]] = []
+        if messages:
+            inserted = await self._insert_messages(run.chat_id, messages, now)
+            if inserted is None:
+                return None
+            results = inserted
+        saved = await self._save_steps(steps, now) if steps else []
+        return stored, results, saved

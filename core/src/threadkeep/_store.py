@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ._store_runs import RunOps
+from ._store_run_batch import RunBatchOps
 
 __all__ = ["Store"]
 
 
-class Store(RunOps):
+class Store(RunBatchOps):
     """Durable chat history on one backend; subclass it to write a driver.
 
     A store is opened and closed around use::

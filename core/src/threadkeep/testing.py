@@ -35,6 +35,7 @@ WRITE_PRIMITIVES = (
     "_delete_run_records",
     "_insert_run",
     "_replace_run",
+    "_commit_run",
 )
 """The driver primitives that write; each call is one store write (one atomic step)."""
 

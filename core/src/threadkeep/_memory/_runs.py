@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+from .._content import PreparedMessage
+from .._models import Message
 from .._runs import Run, RunStatus, Step, StepStatus
 from .._store_core import StoreCore
 from ._state import MemoryState, RunRow, StepRow
@@ -20,36 +22,41 @@ class MemoryRunsMixin(StoreCore):
     if TYPE_CHECKING:
         _state: MemoryState
 
+        def _insert_locked(
+            self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+        ) -> list[tuple[Message, bool]]: ...
+
     def _step(self, row: StepRow) -> Step:
         return self.record_from_body(Step, row.body, seq=row.seq)
 
     async def _save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
+        with self._state.lock:
+            return self._save_steps_locked(steps, now)
+
+    def _save_steps_locked(self, steps: Sequence[Step], now: datetime) -> list[Step]:
         state = self._state
-        with state.lock:
-            stored: list[Step] = []
-            for step in steps:
-                chat = state.chats.get(step.chat_id)
-                existing = state.steps.get(step.step_id)
-                if existing is not None:
-                    seq, created = existing.seq, self._step(existing).created_at
-                elif chat is not None:
-                    seq, created = chat.next_step_seq, step.created_at or now
-                    chat.next_step_seq += 1
-                else:
-                    continue
-                record = step.model_copy(
-                    update={"seq": seq, "created_at": created, "updated_at": now}
-                )
-                state.steps[step.step_id] = StepRow(
-                    body=self.record_body(record),
-                    chat_id=step.chat_id,
-                    seq=seq,
-                    run_id=step.run_id,
-                    stack_id=step.stack_id,
-                    completed=step.status is StepStatus.COMPLETED,
-                )
-                stored.append(record)
-            return stored
+        stored: list[Step] = []
+        for step in steps:
+            chat = state.chats.get(step.chat_id)
+            existing = state.steps.get(step.step_id)
+            if existing is not None:
+                seq, created = existing.seq, self._step(existing).created_at
+            elif chat is not None:
+                seq, created = chat.next_step_seq, step.created_at or now
+                chat.next_step_seq += 1
+            else:
+                continue
+            record = step.model_copy(update={"seq": seq, "created_at": created, "updated_at": now})
+            state.steps[step.step_id] = StepRow(
+                body=self.record_body(record),
+                chat_id=step.chat_id,
+                seq=seq,
+                run_id=step.run_id,
+                stack_id=step.stack_id,
+                completed=step.status is StepStatus.COMPLETED,
+            )
+            stored.append(record)
+        return stored
 
     async def _get_step(self, step_id: UUID) -> Step | None:
         with self._state.lock:
@@ -157,11 +164,39 @@ class MemoryRunsMixin(StoreCore):
             row = self._state.runs.get((run.chat_id, run.run_id))
             if row is None or row.revision != expected_revision:
                 return None
-            row.body = self.record_body(run)
-            row.revision = expected_revision + 1
-            row.active = run.status is RunStatus.ACTIVE
-            row.lease_expires_at = run.lease_expires_at
-            return self._run(row)
+            return self._write_run_locked(run, expected_revision + 1)
+
+    def _write_run_locked(self, run: Run, revision: int) -> Run:
+        row = RunRow(
+            body=self.record_body(run),
+            revision=revision,
+            active=run.status is RunStatus.ACTIVE,
+            lease_expires_at=run.lease_expires_at,
+        )
+        self._state.runs[(run.chat_id, run.run_id)] = row
+        return self._run(row)
+
+    async def _commit_run(
+        self,
+        run: Run,
+        expected_revision: int | None,
+        messages: Sequence[PreparedMessage],
+        steps: Sequence[Step],
+        now: datetime,
+    ) -> tuple[Run, list[tuple[Message, bool]], list[Step]] | None:
+        # One lock for the run check, the messages and the steps: one atomic write.
+        with self._state.lock:
+            chat = self._state.chats.get(run.chat_id)
+            if chat is None or chat.deleted or chat.archived:
+                return None
+            row = self._state.runs.get((run.chat_id, run.run_id))
+            expected = None if row is None else row.revision
+            if expected != expected_revision:
+                return None
+            results = self._insert_locked(run.chat_id, messages, now) if messages else []
+            revision = run.revision if expected_revision is None else expected_revision + 1
+            stored = self._write_run_locked(run, revision)
+            return stored, results, self._save_steps_locked(steps, now)
 
     async def _expired_runs(self, now: datetime, limit: int) -> list[Run]:
         with self._state.lock:

@@ -211,34 +211,40 @@ class MemoryStore(MemoryRunsMixin, Store):
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         await asyncio.sleep(0)
-        state = self._state
-        with state.lock:
-            chat = self._hot_row(chat_id)
-            if chat is None:
+        with self._state.lock:
+            if self._hot_row(chat_id) is None:
                 return None
-            results: list[tuple[MessageRow, bool]] = []
-            for item in messages:
-                seq = state.agui_index.get((chat_id, item.message.agui_id or ""))
-                existing = chat.messages.get(seq) if seq is not None else None
-                if existing is not None:
-                    if existing.fingerprint != item.fingerprint:
-                        raise IdempotencyConflict(
-                            f"agui_id {item.message.agui_id!r} is stored in chat {chat_id} "
-                            "with a different payload"
-                        )
-                    results.append((existing, False))
-                else:
-                    results.append(
-                        (self._new_row(chat_id, chat.next_seq + len(results), item, now), True)
+            return self._insert_locked(chat_id, messages, now)
+
+    def _insert_locked(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]]:
+        """``_insert_messages`` for a hot chat, the lock held; raises before writing."""
+        state = self._state
+        chat = state.chats[chat_id]
+        results: list[tuple[MessageRow, bool]] = []
+        for item in messages:
+            seq = state.agui_index.get((chat_id, item.message.agui_id or ""))
+            existing = chat.messages.get(seq) if seq is not None else None
+            if existing is not None:
+                if existing.fingerprint != item.fingerprint:
+                    raise IdempotencyConflict(
+                        f"agui_id {item.message.agui_id!r} is stored in chat {chat_id} "
+                        "with a different payload"
                     )
-            created = [row for row, is_new in results if is_new]
-            for row in created:
-                chat.add(row)
-                self._index(row)
-            if created:
-                chat.last_message_at = now
-                chat.revision += 1
-            return [(self._message(row), is_new) for row, is_new in results]
+                results.append((existing, False))
+            else:
+                results.append(
+                    (self._new_row(chat_id, chat.next_seq + len(results), item, now), True)
+                )
+        created = [row for row, is_new in results if is_new]
+        for row in created:
+            chat.add(row)
+            self._index(row)
+        if created:
+            chat.last_message_at = now
+            chat.revision += 1
+        return [(self._message(row), is_new) for row, is_new in results]
 
     def _visible(self, message_id: UUID) -> MessageRow | None:
         location = self._state.message_index.get(message_id)

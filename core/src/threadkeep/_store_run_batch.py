@@ -1,0 +1,186 @@
+"""A run's two batch writes: its input at entry, its records at exit (SPEC section 3).
+
+The ``buffered`` write policy (Yao seed, "Two-Write Strategy") stores a run in exactly two
+writes: ``begin_run`` appends the user input and takes the run's lease, ``end_run`` writes
+every message and step of the run together with its end status. Each is one call of the
+``_commit_run`` primitive, which a transactional driver makes one atomic step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+from ._content import PreparedMessage, validate_model
+from ._errors import Conflict, IdempotencyConflict, InvalidArgument
+from ._models import Message
+from ._plugins import notify_messages_committed
+from ._runs import Run, RunStatus, Step
+from ._store_messages import MessageInput, _conflict_text, _dedupe_batch
+from ._store_runs import RunOps
+
+__all__ = ["RunBatchOps"]
+
+_CAS_ATTEMPTS = 16
+
+
+class RunBatchOps(RunOps):
+    """``begin_run`` and ``end_run``."""
+
+    async def begin_run(
+        self,
+        chat_id: UUID,
+        run_id: str,
+        *,
+        owner: str,
+        lease_seconds: float = 60.0,
+        messages: Sequence[MessageInput] = (),
+    ) -> Run:
+        """Start ``owner``'s run (or renew its lease) and append the run's input, in one write.
+
+        Like :meth:`start_run` followed by :meth:`append_messages`, as one ``_commit_run``
+        batch: all of it or nothing is written. Idempotent for the same owner while the run
+        is active (a resumed run's owner continues it after :meth:`claim_run`).
+
+        Args:
+            chat_id: The chat.
+            run_id: The run.
+            owner: The worker executing the run.
+            lease_seconds: The lease; renew it with :meth:`heartbeat_run`.
+            messages: The run's input (usually the new user messages); the rules of
+                :meth:`append_messages` apply.
+
+        Returns:
+            The run record (``active``, owned by ``owner``).
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted.
+            Conflict: If the run exists under another owner or has ended.
+            IdempotencyConflict / InvalidContent / PayloadTooLarge / InvalidArgument: As for
+                :meth:`append_messages`; nothing is written.
+        """
+        self._require_open()
+        lease = _lease(lease_seconds)
+        prepared = self._prepared_batch(chat_id, messages)
+        for _ in range(_CAS_ATTEMPTS):
+            await self._require_hot_chat(chat_id)
+            now = self._now()
+            current = await self._get_run(chat_id, run_id)
+            if current is None:
+                run = Run(
+                    chat_id=chat_id,
+                    run_id=run_id,
+                    owner=owner,
+                    lease_expires_at=now + lease,
+                    created_at=now,
+                    updated_at=now,
+                )
+                expected = None
+            elif current.status is RunStatus.ACTIVE and current.owner == owner:
+                renewal = {"lease_expires_at": now + lease, "updated_at": now}
+                run = current.model_copy(update=renewal)
+                expected = current.revision
+            else:
+                msg = f"run {run_id!r} is {current.status} under owner {current.owner!r}"
+                raise Conflict(msg + "; use claim_run to resume an ended run")
+            result = await self._commit_run(run, expected, prepared, [], now)
+            if result is not None:
+                self._committed(chat_id, prepared, result[1])
+                return result[0]
+        raise Conflict(f"run {run_id!r} kept changing under concurrent writers")
+
+    async def end_run(
+        self,
+        chat_id: UUID,
+        run_id: str,
+        *,
+        owner: str,
+        status: RunStatus,
+        messages: Sequence[MessageInput] = (),
+        steps: Sequence[Step] = (),
+        error: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Run:
+        """End ``owner``'s active run and write its records, in one write.
+
+        Like :meth:`append_messages`, :meth:`save_steps` and :meth:`finish_run` together,
+        as one ``_commit_run`` batch (the buffered policy's exit write). Records already
+        stored keep their status; pass the run's records with their end status.
+
+        Args:
+            chat_id: The chat.
+            run_id: The run.
+            owner: The worker holding the run.
+            status: ``complete``, ``interrupted`` or ``errored``.
+            messages: Messages to append (the rules of :meth:`append_messages` apply).
+            steps: Steps of the chat to insert or replace by ``step_id``.
+            error: What went wrong, for an errored run.
+            metadata: Merged into the run's ``metadata``.
+
+        Returns:
+            The ended run.
+
+        Raises:
+            InvalidArgument: If ``status`` is ``active`` or a step is of another chat.
+            Conflict: If ``owner`` does not hold the active run (a sweeper or another
+                worker took it); nothing is written.
+            RunNotFound: If there is no such run.
+            IdempotencyConflict / InvalidContent / PayloadTooLarge: As for
+                :meth:`append_messages`; nothing is written.
+        """
+        if status is RunStatus.ACTIVE:
+            raise InvalidArgument("end_run needs an end status, not 'active'")
+        self._require_open()
+        if any(step.chat_id != chat_id for step in steps):
+            raise InvalidArgument(f"end_run writes steps of chat {chat_id} only")
+        for step in steps:
+            self.record_body(step)
+        prepared = self._prepared_batch(chat_id, messages)
+        for _ in range(_CAS_ATTEMPTS):
+            await self._require_hot_chat(chat_id)
+            current = await self.get_run(chat_id, run_id)
+            if current.status is not RunStatus.ACTIVE or current.owner != owner:
+                msg = f"run {run_id!r} ({current.status}, owner {current.owner!r})"
+                raise Conflict(msg + f": owner {owner!r} does not hold an active lease")
+            now = self._now()
+            changes = {
+                "status": status,
+                "error": error,
+                "lease_expires_at": None,
+                "updated_at": now,
+                "metadata": {**current.metadata, **(metadata or {})},
+            }
+            run = validate_model(type(current), {**current.model_dump(), **changes})
+            self.record_body(run)
+            result = await self._commit_run(run, current.revision, prepared, list(steps), now)
+            if result is not None:
+                self._committed(chat_id, prepared, result[1])
+                return result[0]
+        raise Conflict(f"run {run_id!r} kept changing under concurrent writers")
+
+    def _prepared_batch(
+        self, chat_id: UUID, messages: Sequence[MessageInput]
+    ) -> list[PreparedMessage]:
+        prepared = [self.prepare(self._coerce_message(m, chat_id)) for m in messages]
+        return _dedupe_batch(prepared)[0]
+
+    def _committed(
+        self,
+        chat_id: UUID,
+        prepared: list[PreparedMessage],
+        results: list[tuple[Message, bool]],
+    ) -> None:
+        for item, (stored, created) in zip(prepared, results, strict=True):
+            if not created and self.fingerprint(stored) != item.fingerprint:
+                raise IdempotencyConflict(_conflict_text(stored))
+        created_messages = [stored for stored, created in results if created]
+        if created_messages:
+            notify_messages_committed(self, chat_id, created_messages)
+
+
+def _lease(seconds: float) -> timedelta:
+    if seconds <= 0:
+        raise InvalidArgument("lease_seconds must be positive")
+    return timedelta(seconds=seconds)

@@ -1,0 +1,351 @@
+"""``StorageAgent``: wrap any AG-UI agent so every run's event stream becomes durable history.
+
+The wrapper is transparent (AG-UI seed, ``AGUIStorageAgent.run``): the inner agent's events
+are yielded verbatim and in real time, while a background task folds the same events into
+records. Each event is put on an unbounded queue before it is yielded, with ``put_nowait``:
+the outgoing stream never waits for the store, and the fold never loses an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+from uuid import uuid4
+
+from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent
+
+from .._errors import ChatNotFound, Conflict, InvalidArgument, ThreadkeepError
+from .._models import Chat, Message
+from .._runs import Run, RunStatus, Step, StepStatus, StepType
+from .._store import Store
+from ._fold import EventFolder
+from ._inbound import classify_inbound
+from ._state import FoldState
+from ._steps import RunContext, bind, unbind
+from ._translate import AguiMessage, translate_messages
+from ._writers import WritePolicy, make_writer
+
+__all__ = ["AGUIAgent", "OnError", "ResumeState", "StorageAgent"]
+
+OnError = Literal["keep", "discard"]
+"""What an errored run leaves: its records marked ``errored``, or nothing (SPEC section 3)."""
+
+_log = logging.getLogger("threadkeep.agui")
+_BACKGROUND: set[asyncio.Task[None]] = set()
+"""Strong references: asyncio keeps only weak ones, and a fold must not be collected."""
+
+
+class AGUIAgent(Protocol):
+    """The inner-agent contract: ``run(input)`` yields AG-UI events (AG-UI seed, ``AGUIAgent``)."""
+
+    def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        """Yield the run's AG-UI events."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeState:
+    """A claimed run, ready to run again (returned by :meth:`StorageAgent.claim`).
+
+    Attributes:
+        chat: The run's chat.
+        run: The run record, now ``active`` under this agent's owner.
+        steps: The steps of earlier attempts, in order.
+        last_incomplete: The run's newest step that is not completed (where Yao's resume
+            starts), or ``None``.
+    """
+
+    chat: Chat
+    run: Run
+    steps: list[Step]
+    last_incomplete: Step | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    state: FoldState
+    agent_input: RunAgentInput
+    previous_steps: list[Step]
+    space: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _End:
+    status: RunStatus
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _StepChange:
+    step: Step
+    durable: bool
+    done: asyncio.Future[None] | None = field(default=None)
+
+
+def default_owner() -> str:
+    """Return a worker id unique to this process: ``"<host>:<pid>:<random>"``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:8]}"
+
+
+class StorageAgent(EventFolder):
+    """Wrap an inner AG-UI agent, persisting each run's event stream as chat history.
+
+    One instance serves one run at a time (``RunManager`` builds one per run).
+
+    Args:
+        inner: The agent to wrap: ``run(input) -> AsyncIterator[BaseEvent]``.
+        store: An open store (with the ``steps`` capability).
+        user_id: Owner of the chats; ``(user_id, input.thread_id)`` picks the chat.
+        agent_id: Stored on new chats and on steps.
+        write_policy: ``"incremental"`` (default) or ``"buffered"`` (see ``_writers``).
+        on_error: ``"keep"`` (errored records stay, marked ``errored``) or ``"discard"``
+            (nothing of an errored run stays: ``Store.discard_run``).
+        flush_bytes: Incremental flush size, in UTF-8 bytes of streamed text (default 4096).
+        owner: The worker id holding the run's lease (default: host, pid and a random part).
+        lease_seconds: Lease length; heartbeats renew it every third of it (default 60 s).
+        translate: Stored messages -> AG-UI messages (default :func:`translate_messages`).
+        chat_options: Keyword arguments for ``Store.create_chat`` (``name``, ``tenant_id``...).
+
+    Raises:
+        InvalidArgument: If a policy or size is invalid.
+    """
+
+    def __init__(
+        self,
+        inner: AGUIAgent,
+        store: Store,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        write_policy: WritePolicy = "incremental",
+        on_error: OnError = "keep",
+        flush_bytes: int = 4096,
+        owner: str | None = None,
+        lease_seconds: float = 60.0,
+        translate: Callable[[Sequence[Message]], list[AguiMessage]] = translate_messages,
+        chat_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if on_error not in ("keep", "discard"):
+            raise InvalidArgument(f"on_error is 'keep' or 'discard', not {on_error!r}")
+        if flush_bytes < 1 or lease_seconds <= 0:
+            raise InvalidArgument("flush_bytes and lease_seconds must be positive")
+        make_writer(write_policy, store, self.materialize, flush_bytes=flush_bytes)
+        self.inner = inner
+        self.store = store
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self.write_policy: WritePolicy = write_policy
+        self.on_error: OnError = on_error
+        self.flush_bytes = flush_bytes
+        self.owner = owner or default_owner()
+        self.lease_seconds = lease_seconds
+        self._translate = translate
+        self.chat_options = dict(chat_options or {})
+        self.persistence: asyncio.Task[None] | None = None
+        """The background fold of the current (or last) run; done once it is all stored."""
+
+    def translate(self, messages: Sequence[Message]) -> list[AguiMessage]:
+        """Translate stored messages into the AG-UI history the inner agent receives."""
+        return self._translate(messages)
+
+    async def claim(self, input: RunAgentInput) -> ResumeState:
+        """Claim an interrupted or errored run (or one whose lease expired) to resume it.
+
+        A compare-and-set on the run (SPEC section 3): of concurrent claimers one wins.
+        Pass the result to :meth:`run` as ``resume=``.
+
+        Raises:
+            ChatNotFound: If ``(user_id, input.thread_id)`` has no chat.
+            RunNotFound: If the chat has no run ``input.run_id``.
+            Conflict: If the run is complete or another worker holds a live lease.
+        """
+        chat = await self.store.find_chat(self.user_id, input.thread_id)
+        if chat is None:
+            raise ChatNotFound(f"user {self.user_id!r} has no chat for thread {input.thread_id!r}")
+        run = await self.store.claim_run(
+            chat.chat_id, input.run_id, owner=self.owner, lease_seconds=self.lease_seconds
+        )
+        steps = await self.store.get_steps(chat.chat_id, input.run_id)
+        open_steps = [s for s in steps if s.status is not StepStatus.COMPLETED]
+        return ResumeState(chat, run, steps, open_steps[-1] if open_steps else None)
+
+    async def run(
+        self, input: RunAgentInput, *, resume: ResumeState | None = None
+    ) -> AsyncIterator[BaseEvent]:
+        """Store new inbound messages, replay the stored history, stream the inner agent.
+
+        An inbound message not stored in this chat must be a user message (or the result
+        of a stored tool call); any other unknown message ends the run with a
+        ``RUN_ERROR`` of code ``INVALID_INPUT`` and nothing is written. "Stored" counts
+        tool calls and reasonings nested in stored messages, so a client echoing its whole
+        message list replays cleanly. The inner agent receives a copy of ``input`` whose
+        messages are the chat's context (``Store.context_messages``: what follows the last
+        boundary) translated to AG-UI. Its events are yielded verbatim while a background
+        task folds them. On cancellation (or a consumer closing the stream) open records
+        end ``interrupted`` with everything delivered kept; when the inner agent raises,
+        they end ``errored`` and the exception propagates.
+
+        Args:
+            input: The AG-UI run input; ``thread_id``/``run_id`` key the chat and the run.
+            resume: From :meth:`claim`, to run a claimed run again.
+
+        Yields:
+            The inner agent's events, or one ``RUN_ERROR`` (codes ``INVALID_INPUT``,
+            ``RUN_CONFLICT`` for a run id already used, ``STORAGE_ERROR``).
+        """
+        opened = await self._open(input, resume)
+        if isinstance(opened, RunErrorEvent):
+            yield opened
+            return
+        state = opened.state
+        queue: asyncio.Queue[BaseEvent | _StepChange | _End] = asyncio.Queue()
+        self.persistence = asyncio.create_task(self._persist(state, queue))
+        _BACKGROUND.add(self.persistence)
+        self.persistence.add_done_callback(_BACKGROUND.discard)
+        context = RunContext(
+            chat_id=state.chat.chat_id,
+            run_id=state.run_id,
+            agent_id=self.agent_id,
+            stack_id=state.stack_id,
+            submit=_submitter(queue),
+            previous_steps=opened.previous_steps,
+            space=opened.space,
+        )
+        token = bind(context)
+        status, error = RunStatus.COMPLETE, None
+        try:
+            await context.record(StepType.INPUT.value, input={"run_id": input.run_id})
+            async for event in self.inner.run(opened.agent_input):
+                queue.put_nowait(event)
+                yield event
+        except (asyncio.CancelledError, GeneratorExit):
+            status = RunStatus.INTERRUPTED
+            raise
+        except Exception as exc:
+            status, error = RunStatus.ERRORED, f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            unbind(token)
+            queue.put_nowait(_End(status, error))
+            await asyncio.shield(self.persistence)
+
+    async def _open(
+        self, input: RunAgentInput, resume: ResumeState | None
+    ) -> _Opened | RunErrorEvent:
+        try:
+            chat = resume.chat if resume else await self._chat(input)
+            context = await self.store.context_messages(chat.chat_id)
+            new, problem = await classify_inbound(
+                self.store, chat.chat_id, input.messages, context, run_id=input.run_id
+            )
+            if problem is not None:
+                return RunErrorEvent(message=problem, code="INVALID_INPUT")
+            await self.store.begin_run(
+                chat.chat_id,
+                input.run_id,
+                owner=self.owner,
+                lease_seconds=self.lease_seconds,
+                messages=new,
+            )
+        except Conflict as exc:
+            return RunErrorEvent(message=str(exc), code="RUN_CONFLICT")
+        except ThreadkeepError as exc:
+            _log.exception("threadkeep: run %r could not start", input.run_id)
+            return RunErrorEvent(message=f"history storage failed: {exc}", code="STORAGE_ERROR")
+        history = self.translate([*context, *new])
+        previous = resume.steps if resume else []
+        roots = [s.stack_id for s in previous if s.stack_depth == 0]
+        stack_id = roots[0] if roots else uuid4().hex
+        writer = make_writer(
+            self.write_policy, self.store, self.materialize, flush_bytes=self.flush_bytes
+        )
+        state = FoldState(chat, input.run_id, stack_id, writer, agent_id=self.agent_id)
+        last = resume.last_incomplete if resume else None
+        space = dict(last.space_snapshot or {}) if last is not None else {}
+        agent_input = input.model_copy(update={"messages": history})
+        return _Opened(state, agent_input, previous, space)
+
+    async def _chat(self, input: RunAgentInput) -> Chat:
+        # A read first: create_chat is a (idempotent) write, needed once per thread only.
+        chat = await self.store.find_chat(self.user_id, input.thread_id)
+        if chat is not None:
+            return chat
+        options = {"agent_id": self.agent_id, **self.chat_options}
+        return await self.store.create_chat(self.user_id, input.thread_id, **options)
+
+    # -- the background fold ------------------------------------------------------------
+
+    async def _persist(
+        self, state: FoldState, queue: asyncio.Queue[BaseEvent | _StepChange | _End]
+    ) -> None:
+        heartbeat = asyncio.create_task(self._heartbeat(state))
+        try:
+            while not isinstance(item := await queue.get(), _End):
+                await self._fold_item(state, item)
+            heartbeat.cancel()
+            await self._close(state, item)
+        finally:
+            heartbeat.cancel()
+
+    async def _fold_item(self, state: FoldState, item: BaseEvent | _StepChange) -> None:
+        try:
+            if isinstance(item, _StepChange):
+                await state.writer.step_changed(state, item.step, durable=item.durable)
+            else:
+                await self.dispatch(state, item)
+        except Exception:  # noqa: BLE001 - one bad event must not stop the fold of the rest
+            _log.exception("threadkeep: folding %s failed; continuing", type(item).__name__)
+        finally:
+            if isinstance(item, _StepChange) and item.done is not None and not item.done.done():
+                item.done.set_result(None)
+
+    async def _close(self, state: FoldState, end: _End) -> None:
+        if state.outcome is None:
+            state.error = state.error or end.error
+            await self.end_run_records(state, end.status)
+        assert state.outcome is not None
+        if state.outcome is RunStatus.ERRORED and self.on_error == "discard":
+            try:
+                await self.store.discard_run(state.chat.chat_id, state.run_id)
+            except ThreadkeepError:
+                _log.exception("threadkeep: errored run %r not discarded", state.run_id)
+            return
+        metadata = dict(state.run_metadata)
+        if state.has_agui_state:
+            metadata["agui_state"] = state.agui_state
+        await state.writer.end(state, owner=self.owner, status=state.outcome, metadata=metadata)
+
+    async def _heartbeat(self, state: FoldState) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await self.store.heartbeat_run(
+                    state.chat.chat_id,
+                    state.run_id,
+                    owner=self.owner,
+                    lease_seconds=self.lease_seconds,
+                )
+            except Conflict:
+                _log.warning("threadkeep: run %r lost its lease to another worker", state.run_id)
+                return
+            except ThreadkeepError:
+                _log.warning("threadkeep: heartbeat of run %r failed", state.run_id, exc_info=True)
+
+
+def _submitter(
+    queue: asyncio.Queue[BaseEvent | _StepChange | _End],
+) -> Callable[[Step, bool], Any]:
+    async def submit(step: Step, durable: bool) -> None:
+        if not durable:
+            queue.put_nowait(_StepChange(step, durable=False))
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue.put_nowait(_StepChange(step, durable=True, done=done))
+        await asyncio.shield(done)
+
+    return submit

@@ -1,0 +1,266 @@
+"""The event fold: AG-UI events in, typed message records out (AG-UI seed, ``AGUIStorageAgent``).
+
+:class:`EventFolder` registers a handler per event family (see ``event_handlers``) and
+implements the text, run-lifecycle and step families; tool calls and reasoning live in
+``_fold_nested``, state, activity and snapshots in ``_fold_extras``.
+
+Text: ``TEXT_MESSAGE_START`` opens a message record (role from the event, default
+assistant), ``CONTENT`` deltas fold into its ``content``, ``END`` completes it. A
+``TEXT_MESSAGE_CHUNK`` opens its message on the first chunk and the message ends when a
+chunk with another id or any other event arrives. Deltas for an id the run never started
+open the record implicitly, so no delta is lost to a missing start.
+
+Run lifecycle: ``RUN_FINISHED`` completes every unfinished record (``interrupted`` if its
+outcome is ``cancelled``), ``RUN_ERROR`` errors them (AG-UI seed, run-outcome table); the
+first terminal event decides the run's outcome.
+
+Steps: ``STEP_STARTED`` / ``STEP_FINISHED`` track the active step (stored on messages as
+``step``) and record a ``Step`` of type ``agui_step``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ag_ui.core import (
+    ActivityDeltaEvent,
+    ActivitySnapshotEvent,
+    BaseEvent,
+    MessagesSnapshotEvent,
+    ReasoningEncryptedValueEvent,
+    ReasoningEndEvent,
+    ReasoningMessageChunkEvent,
+    ReasoningMessageContentEvent,
+    ReasoningMessageEndEvent,
+    ReasoningMessageStartEvent,
+    ReasoningStartEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from .._models import MessageStatus, Role
+from .._runs import RunStatus, Step, StepStatus
+from ._compat import THINKING_EVENTS
+from ._fold_extras import ExtraHandlers
+from ._fold_nested import NestedHandlers
+from ._state import FoldState, Record
+
+__all__ = ["AGUI_STEP_TYPE", "EventFolder"]
+
+AGUI_STEP_TYPE = "agui_step"
+"""``Step.type`` of the steps recorded from ``STEP_STARTED`` / ``STEP_FINISHED``."""
+
+_MESSAGE_END = {
+    RunStatus.COMPLETE: MessageStatus.COMPLETE,
+    RunStatus.INTERRUPTED: MessageStatus.INTERRUPTED,
+    RunStatus.ERRORED: MessageStatus.ERRORED,
+}
+_STEP_END = {
+    RunStatus.COMPLETE: StepStatus.COMPLETED,
+    RunStatus.INTERRUPTED: StepStatus.INTERRUPTED,
+    RunStatus.ERRORED: StepStatus.FAILED,
+}
+
+
+class EventFolder(NestedHandlers, ExtraHandlers):
+    """Folds a run's AG-UI events into message records and steps (see the module docstring)."""
+
+    @classmethod
+    def event_handlers(cls) -> dict[type[BaseEvent], str]:
+        """Return the AG-UI event class -> handler-method name table (see ``FoldBase``)."""
+        table: dict[type[BaseEvent], str] = {
+            RunStartedEvent: "handle_run_lifecycle",
+            RunFinishedEvent: "handle_run_lifecycle",
+            RunErrorEvent: "handle_run_lifecycle",
+            StepStartedEvent: "handle_step",
+            StepFinishedEvent: "handle_step",
+            StateSnapshotEvent: "handle_state",
+            StateDeltaEvent: "handle_state",
+            MessagesSnapshotEvent: "handle_messages_snapshot",
+            ActivitySnapshotEvent: "handle_activity",
+            ActivityDeltaEvent: "handle_activity",
+        }
+        for text in (
+            TextMessageStartEvent,
+            TextMessageContentEvent,
+            TextMessageEndEvent,
+            TextMessageChunkEvent,
+        ):
+            table[text] = "handle_text_message"
+        for tool in (
+            ToolCallStartEvent,
+            ToolCallArgsEvent,
+            ToolCallEndEvent,
+            ToolCallResultEvent,
+            ToolCallChunkEvent,
+        ):
+            table[tool] = "handle_tool_call"
+        reasoning_events: tuple[type[BaseEvent], ...] = (
+            ReasoningStartEvent,
+            ReasoningMessageStartEvent,
+            ReasoningMessageContentEvent,
+            ReasoningMessageEndEvent,
+            ReasoningMessageChunkEvent,
+            ReasoningEndEvent,
+            ReasoningEncryptedValueEvent,
+            *THINKING_EVENTS,
+        )
+        for reasoning in reasoning_events:
+            table[reasoning] = "handle_reasoning"
+        return table
+
+    # -- run lifecycle ---------------------------------------------------------------------
+
+    async def handle_run_lifecycle(self, state: FoldState, event: BaseEvent) -> None:
+        """Note run facts on ``RUN_STARTED``; end every unfinished record on a terminal event.
+
+        ``RUN_FINISHED`` keeps its ``outcome``, ``result`` and token ``usage`` in the run's
+        metadata (``agui_outcome``, ``agui_result``, ``agui_usage``); ``RUN_ERROR`` its
+        ``code`` (``agui_error_code``) and message (the run's ``error``).
+        """
+        if isinstance(event, RunStartedEvent):
+            if event.parent_run_id:
+                state.run_metadata["agui_parent_run_id"] = event.parent_run_id
+            return
+        if state.outcome is not None:
+            return  # the first terminal event decides; later ones change nothing
+        if isinstance(event, RunFinishedEvent):
+            outcome = event.outcome
+            cancelled = outcome is not None and getattr(outcome, "type", None) == "cancelled"
+            for key, value in (
+                ("agui_outcome", outcome),
+                ("agui_result", event.result),
+                ("agui_usage", event.usage),
+            ):
+                if value is not None:
+                    state.run_metadata[key] = _jsonable(value)
+            await self.end_run_records(
+                state, RunStatus.INTERRUPTED if cancelled else RunStatus.COMPLETE
+            )
+        elif isinstance(event, RunErrorEvent):
+            state.error = event.message
+            if event.code:
+                state.run_metadata["agui_error_code"] = event.code
+            await self.end_run_records(state, RunStatus.ERRORED)
+
+    async def end_run_records(self, state: FoldState, status: RunStatus) -> None:
+        """Give every unfinished record and open step the end status of the run."""
+        state.outcome = status
+        for record in state.unfinished_records():
+            await self.finish(state, record, _MESSAGE_END[status])
+        for step in list(state.steps.values()):
+            if step.status in (StepStatus.PENDING, StepStatus.RUNNING):
+                await state.writer.step_changed(
+                    state, step.model_copy(update={"status": _STEP_END[status]}), durable=False
+                )
+
+    # -- steps -----------------------------------------------------------------------------
+
+    async def handle_step(self, state: FoldState, event: BaseEvent) -> None:
+        """Track the active AG-UI step and record it as a ``Step`` of type ``agui_step``."""
+        if isinstance(event, StepStartedEvent):
+            state.active_steps.append(event.step_name)
+            step = Step(
+                chat_id=state.chat.chat_id,
+                run_id=state.run_id,
+                agent_id=state.agent_id,
+                stack_id=state.stack_id,
+                type=AGUI_STEP_TYPE,
+                status=StepStatus.RUNNING,
+                input={"step_name": event.step_name},
+                metadata={"key": f"{state.stack_id}:{AGUI_STEP_TYPE}:{event.step_name}"},
+            )
+            state.agui_steps[event.step_name] = step.step_id
+            await state.writer.step_changed(state, step, durable=False)
+        elif isinstance(event, StepFinishedEvent):
+            names = state.active_steps
+            if event.step_name in names:
+                del names[len(names) - 1 - names[::-1].index(event.step_name)]
+            step_id = state.agui_steps.pop(event.step_name, None)
+            if step_id is not None and step_id in state.steps:
+                done = state.steps[step_id].model_copy(update={"status": StepStatus.COMPLETED})
+                await state.writer.step_changed(state, done, durable=False)
+
+    # -- text ------------------------------------------------------------------------------
+
+    async def handle_text_message(self, state: FoldState, event: BaseEvent) -> None:
+        """Fold ``TEXT_MESSAGE_*`` events onto one message record (see the module docstring)."""
+        if isinstance(event, TextMessageStartEvent):
+            record = await self.text_record(state, event.message_id, event.role)
+            if event.name:
+                record.message.metadata = {**record.message.metadata, "agui_name": event.name}
+        elif isinstance(event, TextMessageContentEvent):
+            await self.append_text(state, event.message_id, event.delta)
+        elif isinstance(event, TextMessageEndEvent):
+            record = await self.text_record(state, event.message_id, None)
+            await self.finish(state, record, MessageStatus.COMPLETE)
+        elif isinstance(event, TextMessageChunkEvent):
+            await self.fold_text_chunk(state, event)
+
+    async def text_record(self, state: FoldState, agui_id: str, role: str | None) -> Record:
+        """Return the run's record for a text message, opening it when needed."""
+        record = state.records.get(agui_id)
+        if record is None:
+            record = await self.open_record(state, agui_id=agui_id, role=Role(role or "assistant"))
+        state.last_key = record.key
+        return record
+
+    async def append_text(self, state: FoldState, agui_id: str, delta: str) -> None:
+        """Fold a content delta into its message."""
+        record = await self.text_record(state, agui_id, None)
+        record.content.append(delta)
+        await state.writer.record_delta(state, record)
+
+    async def fold_text_chunk(self, state: FoldState, event: TextMessageChunkEvent) -> None:
+        """Fold a ``TEXT_MESSAGE_CHUNK`` (a new id, or the first chunk, opens a message)."""
+        agui_id = event.message_id or state.text_chunk
+        if state.text_chunk is not None and agui_id != state.text_chunk:
+            await self.close_text_chunk(state)
+        if agui_id is None:
+            record = await self.open_record(
+                state, agui_id=None, role=Role(event.role or "assistant")
+            )
+            agui_id = record.key
+        else:
+            await self.text_record(state, agui_id, event.role)
+        state.text_chunk = agui_id
+        if event.delta:
+            await self.append_text(state, agui_id, event.delta)
+
+    async def close_text_chunk(self, state: FoldState) -> None:
+        """End the message a chunk opened."""
+        key, state.text_chunk = state.text_chunk, None
+        record = state.records.get(key or "")
+        if record is not None and record.open:
+            await self.finish(state, record, MessageStatus.COMPLETE)
+
+    async def close_chunks(self, state: FoldState, event: BaseEvent) -> None:
+        """End chunk-opened messages and tool calls when another kind of event arrives."""
+        if state.text_chunk is not None and not isinstance(event, TextMessageChunkEvent):
+            await self.close_text_chunk(state)
+        if state.tool_chunk is not None and not isinstance(event, ToolCallChunkEvent):
+            agui_id, state.tool_chunk = state.tool_chunk, None
+            await self.end_tool_call(state, agui_id)
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json", by_alias=True)
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value

@@ -1,0 +1,152 @@
+"""The fold's machinery: the event-handler registry, dispatch, record helpers, build hooks.
+
+The storage agent is an open state machine (AG-UI seed, "Extensibility"): every seam is a
+method a subclass overrides. ``event_handlers()`` maps event classes to handler-method names
+and dispatch walks the event's MRO, so a subclass of a known event finds its handler and a
+subclass of the agent adds handlers with ``{**super().event_handlers(), MyEvent: "..."}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ag_ui.core import BaseEvent
+
+from .._models import Message, MessageStatus, Reasoning, Role, ToolCall
+from ._state import FoldState, Record
+
+__all__ = ["FoldBase"]
+
+
+class FoldBase:
+    """Registry, dispatch, record helpers and build hooks shared by the handler families."""
+
+    _handler_cache: ClassVar[dict[type[BaseEvent], str | None]] = {}
+
+    @classmethod
+    def event_handlers(cls) -> dict[type[BaseEvent], str]:
+        """Return the event class -> handler-method name table.
+
+        Override as ``{**super().event_handlers(), MyEvent: "handle_my_event"}``; the handler
+        is ``async def handle_my_event(self, state: FoldState, event: MyEvent) -> None``.
+        """
+        return {}
+
+    @classmethod
+    def handler_name(cls, event_type: type[BaseEvent]) -> str | None:
+        """Return the handler method name for an event class, walking its MRO, or ``None``."""
+        cache: dict[type[BaseEvent], str | None] | None = cls.__dict__.get("_handler_cache")
+        if cache is None:  # one cache per class: a subclass may register other handlers
+            cache = {}
+            cls._handler_cache = cache
+        if event_type not in cache:
+            table = cls.event_handlers()
+            cache[event_type] = next((table[k] for k in event_type.__mro__ if k in table), None)
+        return cache[event_type]
+
+    async def dispatch(self, state: FoldState, event: BaseEvent) -> None:
+        """Fold one event: close pending chunk messages, then call its handler.
+
+        Events with no registered handler go to :meth:`handle_unknown_event`.
+        """
+        state.event_timestamp = event.timestamp
+        await self.close_chunks(state, event)
+        name = self.handler_name(type(event))
+        if name is None:
+            await self.handle_unknown_event(state, event)
+            return
+        await getattr(self, name)(state, event)
+
+    async def handle_unknown_event(self, state: FoldState, event: BaseEvent) -> None:
+        """Handle an event no handler is registered for; the default ignores it.
+
+        Override to persist custom or future event types (``CUSTOM``, ``RAW`` and
+        ``SUBAGENT_*`` arrive here by default).
+        """
+
+    async def close_chunks(self, state: FoldState, event: BaseEvent) -> None:
+        """End chunk-opened records when another kind of event arrives (AG-UI chunk rules)."""
+
+    # -- build hooks (AG-UI seed, "Message-build hooks") ----------------------------------
+
+    def build_message_create(self, state: FoldState, *, agui_id: str | None, role: Role) -> Message:
+        """Build a new message of the run, active and in progress.
+
+        Override to return a ``Message`` subclass with extra fields (they are stored and read
+        back on every driver). ``state.active_step`` is the AG-UI step in progress.
+        """
+        return Message(
+            role=role,
+            agui_id=agui_id or None,
+            run_id=state.run_id,
+            status=MessageStatus.ACTIVE,
+            in_progress=True,
+            step=state.active_step,
+        )
+
+    def build_tool_call_create(self, state: FoldState, *, agui_id: str, name: str) -> ToolCall:
+        """Build a new nested tool call (active, empty arguments); override for subclasses."""
+        return ToolCall(agui_id=agui_id, name=name, status=MessageStatus.ACTIVE)
+
+    def build_reasoning_create(
+        self, state: FoldState, *, agui_id: str | None, name: str | None
+    ) -> Reasoning:
+        """Build a new nested reasoning (active, empty content); override for subclasses."""
+        return Reasoning(agui_id=agui_id or None, name=name, status=MessageStatus.ACTIVE)
+
+    def message_update_fields(self, state: FoldState, record: Record) -> dict[str, Any]:
+        """Return extra fields merged into a message when it is written after it ended.
+
+        The default is empty. Override to persist fields declared on a ``Message``
+        subclass, for example ``{"finished_at": state.event_timestamp}``.
+        """
+        return {}
+
+    def materialize(self, state: FoldState, record: Record) -> Message:
+        """Return the message to write for a record (its snapshot, plus update fields)."""
+        message = record.snapshot()
+        if not record.open:
+            extra = self.message_update_fields(state, record)
+            if extra:
+                message = type(message).model_validate({**message.model_dump(), **extra})
+        return message
+
+    # -- record helpers --------------------------------------------------------------------
+
+    async def open_record(
+        self,
+        state: FoldState,
+        *,
+        agui_id: str | None,
+        role: Role,
+        tool_host: bool = False,
+        write: bool = True,
+    ) -> Record:
+        """Return the run's record for ``agui_id`` (reopened if it ended), or start one.
+
+        A new record is written at once under the ``incremental`` policy (a boundary),
+        unless ``write`` is false (the caller fills it and ends it first).
+        """
+        if agui_id and agui_id in state.records:
+            record = state.records[agui_id]
+            if not record.open:
+                record.open = True
+                record.message.status = MessageStatus.ACTIVE
+                record.message.in_progress = True
+            return record
+        message = self.build_message_create(state, agui_id=agui_id, role=role)
+        record = Record(message=message, key=state.new_key(agui_id), tool_host=tool_host)
+        state.records[record.key] = record
+        if write:
+            await state.writer.record_boundary(state, record)
+        return record
+
+    async def boundary(self, state: FoldState, record: Record) -> None:
+        """Tell the writer a record reached a boundary (written now under ``incremental``)."""
+        record.dirty = True
+        await state.writer.record_boundary(state, record)
+
+    async def finish(self, state: FoldState, record: Record, status: MessageStatus) -> None:
+        """End a record (and its active nested records) with ``status`` and write it."""
+        state.finish_record(record, status)
+        await state.writer.record_boundary(state, record)

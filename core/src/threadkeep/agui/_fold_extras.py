@@ -1,0 +1,109 @@
+"""Shared state, activity messages and message snapshots.
+
+- ``STATE_SNAPSHOT`` / ``STATE_DELTA`` (JSON Patch): the run's AG-UI state document; the
+  final document is stored in the run record's ``metadata["agui_state"]`` at the end.
+- ``ACTIVITY_SNAPSHOT`` / ``ACTIVITY_DELTA``: an AG-UI activity message, stored as an
+  assistant message whose ``CustomPart`` ``agui_activity`` holds its type and content
+  (``metadata["agui_role"] == "activity"``), rewritten on each change.
+- ``MESSAGES_SNAPSHOT``: every message of the snapshot not already stored (by its id, as a
+  message or as a nested tool call or reasoning) is stored, complete.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ag_ui.core import (
+    ActivityDeltaEvent,
+    ActivitySnapshotEvent,
+    BaseEvent,
+    MessagesSnapshotEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+)
+
+from .._errors import InvalidArgument
+from .._models import CustomPart, MessageStatus, Role
+from ._fold_base import FoldBase
+from ._jsonpatch import apply_patch
+from ._state import FoldState, Record
+from ._translate import ACTIVITY_PART, message_from_agui
+
+__all__ = ["ExtraHandlers"]
+
+_log = logging.getLogger("threadkeep.agui")
+
+
+class ExtraHandlers(FoldBase):
+    """``handle_state``, ``handle_activity`` and ``handle_messages_snapshot``."""
+
+    async def handle_state(self, state: FoldState, event: BaseEvent) -> None:
+        """Track the AG-UI state document (snapshot, or JSON Patch delta)."""
+        if isinstance(event, StateSnapshotEvent):
+            state.agui_state, state.has_agui_state = event.snapshot, True
+        elif isinstance(event, StateDeltaEvent):
+            try:
+                state.agui_state = apply_patch(state.agui_state or {}, event.delta)
+            except InvalidArgument:
+                _log.warning("threadkeep: STATE_DELTA does not apply; state kept", exc_info=True)
+                return
+            state.has_agui_state = True
+
+    async def handle_activity(self, state: FoldState, event: BaseEvent) -> None:
+        """Store an activity message's content, replaced by snapshots, patched by deltas."""
+        if not isinstance(event, ActivitySnapshotEvent | ActivityDeltaEvent):
+            return
+        record = state.records.get(event.message_id)
+        if isinstance(event, ActivitySnapshotEvent):
+            if record is not None and event.replace is False:
+                return
+            content: Any = event.content
+        else:
+            try:
+                content = apply_patch(_activity_content(record), event.patch)
+            except InvalidArgument:
+                _log.warning("threadkeep: ACTIVITY_DELTA does not apply", exc_info=True)
+                return
+        if record is None:
+            record = await self.open_record(
+                state, agui_id=event.message_id, role=Role.ASSISTANT, write=False
+            )
+        value = {"activity_type": event.activity_type, "content": content}
+        record.message.parts = [CustomPart(name=ACTIVITY_PART, value=value)]
+        record.message.metadata = {**record.message.metadata, "agui_role": "activity"}
+        await self.finish(state, record, MessageStatus.COMPLETE)
+
+    async def handle_messages_snapshot(self, state: FoldState, event: BaseEvent) -> None:
+        """Store every snapshot message the chat does not hold yet, in snapshot order."""
+        if not isinstance(event, MessagesSnapshotEvent):
+            return
+        for message in event.messages:
+            if message.id in state.records or await self._stored(state, message.id):
+                continue
+            stored = message_from_agui(message, run_id=state.run_id)
+            record = await self.open_record(
+                state, agui_id=message.id, role=stored.role, write=False
+            )
+            stored.message_id = record.message.message_id
+            stored.step = state.active_step
+            record.message = stored
+            await self.finish(state, record, MessageStatus.COMPLETE)
+
+    async def _stored(self, state: FoldState, agui_id: str) -> bool:
+        store = state.writer.store
+        chat_id = state.chat.chat_id
+        if await store.get_message_by_agui_id(chat_id, agui_id) is not None:
+            return True
+        if await store.get_tool_call_by_agui_id(chat_id, agui_id) is not None:
+            return True
+        return await store.get_reasoning_by_agui_id(chat_id, agui_id) is not None
+
+
+def _activity_content(record: Record | None) -> Any:
+    if record is None:
+        return {}
+    for part in record.message.parts:
+        if isinstance(part, CustomPart) and part.name == ACTIVITY_PART:
+            return (part.value or {}).get("content", {})
+    return {}

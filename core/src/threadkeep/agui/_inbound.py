@@ -1,0 +1,124 @@
+"""Inbound messages of a run: which are stored already, which are new, which are refused.
+
+AG-UI clients send their whole message list with every run. The AG-UI seed's rule: a
+message not stored in this chat must be a user message; anything else unknown ends the run
+with ``INVALID_INPUT``. "Stored" spans the tool calls and reasonings nested in stored
+messages, so an echoed assistant message, tool result or reasoning replays cleanly:
+
+- a user message is stored when its id is a stored message's ``agui_id``; else it is new;
+- a tool message is stored when its id is; else, when it answers a stored tool call
+  (``toolCallId``), it is a frontend tool's result and is new; else refused;
+- an assistant message is stored when its id is a stored message's, or a stored tool
+  call's (clients name a tool-only message after its call), or every tool call it carries
+  is stored;
+- a reasoning message is stored when its id is a stored message's or reasoning's;
+- any other role is stored only when its id is.
+
+Ids are looked up in the context window first, then in the store (older history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from ag_ui.core import AssistantMessage, ReasoningMessage, ToolMessage, UserMessage
+
+from .._models import Message
+from .._store import Store
+from ._translate import AguiMessage, agui_id_of, message_from_agui
+
+__all__ = ["classify_inbound"]
+
+
+@dataclass
+class _Known:
+    store: Store
+    chat_id: UUID
+    messages: set[str] = field(default_factory=set)
+    tool_calls: set[str] = field(default_factory=set)
+    reasonings: set[str] = field(default_factory=set)
+
+    def add(self, message: Message) -> None:
+        self.messages.add(agui_id_of(message))
+        self.tool_calls.update(c.agui_id for c in message.tool_calls if c.agui_id)
+        self.reasonings.update(r.agui_id for r in message.reasonings if r.agui_id)
+
+    async def message(self, agui_id: str) -> bool:
+        if agui_id in self.messages:
+            return True
+        return await self.store.get_message_by_agui_id(self.chat_id, agui_id) is not None
+
+    async def tool_call(self, agui_id: str) -> bool:
+        if agui_id in self.tool_calls:
+            return True
+        return await self.store.get_tool_call_by_agui_id(self.chat_id, agui_id) is not None
+
+    async def reasoning(self, agui_id: str) -> bool:
+        if agui_id in self.reasonings:
+            return True
+        return await self.store.get_reasoning_by_agui_id(self.chat_id, agui_id) is not None
+
+
+async def classify_inbound(
+    store: Store,
+    chat_id: UUID,
+    inbound: Sequence[AguiMessage],
+    context: Sequence[Message],
+    *,
+    run_id: str,
+) -> tuple[list[Message], str | None]:
+    """Return the inbound messages to store, or the reason the input is refused.
+
+    Args:
+        store: The store.
+        chat_id: The run's chat.
+        inbound: ``RunAgentInput.messages``.
+        context: ``Store.context_messages`` of the chat (checked before the store).
+        run_id: Stored on the new messages.
+
+    Returns:
+        ``(new_messages, None)``, or ``([], reason)`` when a message may not be new.
+    """
+    known = _Known(store, chat_id)
+    for stored_message in context:
+        known.add(stored_message)
+    new: list[Message] = []
+    for message in inbound:
+        verdict = await _verdict(known, message)
+        if verdict == "refused":
+            reason = (
+                f"message {message.id!r} (role {message.role!r}) is not stored in this chat; "
+                "only user messages and results of stored tool calls may be new"
+            )
+            return [], reason
+        if verdict == "new":
+            stored = message_from_agui(message, run_id=run_id)
+            new.append(stored)
+            known.add(stored)
+    return new, None
+
+
+async def _verdict(known: _Known, message: AguiMessage) -> str:
+    if await known.message(message.id):
+        return "stored"
+    if isinstance(message, UserMessage):
+        return "new"
+    if isinstance(message, ToolMessage):
+        answers_stored_call = await known.tool_call(message.tool_call_id)
+        return "new" if answers_stored_call else "refused"
+    if isinstance(message, AssistantMessage):
+        stored = await _assistant_stored(known, message)
+    elif isinstance(message, ReasoningMessage):
+        stored = await known.reasoning(message.id)
+    else:
+        stored = False
+    return "stored" if stored else "refused"
+
+
+async def _assistant_stored(known: _Known, message: AssistantMessage) -> bool:
+    if await known.tool_call(message.id):
+        return True
+    calls = message.tool_calls or []
+    return bool(calls) and all([await known.tool_call(c.id) for c in calls])

@@ -1,0 +1,169 @@
+"""What the fold holds while a run streams: one :class:`Record` per message being built.
+
+A record is a whole message (SPEC section 2: one record per message, tool calls and
+reasonings nested). Streamed text lives in :class:`TextBuffer` s until a snapshot is taken,
+so a 2,000-delta message is one record written a few times, never a row per delta.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from .._models import Chat, Message, MessageStatus, Reasoning, ToolCall
+from .._runs import RunStatus, Step
+from ._text import TextBuffer, repair_surrogates
+
+if TYPE_CHECKING:
+    from ._writers import RunWriter
+
+__all__ = ["SURROGATES_NOTE", "FoldState", "Record"]
+
+SURROGATES_NOTE = "replaced_surrogates"
+"""``Message.metadata`` key counting lone surrogates replaced with U+FFFD in streamed text."""
+
+
+@dataclass(eq=False)
+class Record:
+    """One message under construction.
+
+    Attributes:
+        message: The message without its streamed text (role, ids, status, nested records).
+        key: Its key in ``FoldState.records`` (the AG-UI id, or an internal key).
+        content: The streamed ``content``.
+        tool_args: Streamed ``arguments`` per nested tool call (by ``tool_call_id``).
+        reasoning_text: Streamed ``content`` per nested reasoning (by ``reasoning_id``).
+        open: Still receiving events (``False`` once ended, complete or not).
+        stored: Appended to the store (later writes replace it).
+        dirty: Changed since the last successful write.
+        tool_host: Made by the fold to hold tool calls that named no (known) parent message;
+            its status follows its calls.
+        title: ``THINKING_START``'s title, the name of reasonings opened in this host.
+    """
+
+    message: Message
+    key: str
+    content: TextBuffer = field(default_factory=TextBuffer)
+    tool_args: dict[UUID, TextBuffer] = field(default_factory=dict)
+    reasoning_text: dict[UUID, TextBuffer] = field(default_factory=dict)
+    open: bool = True
+    stored: bool = False
+    dirty: bool = True
+    tool_host: bool = False
+    title: str | None = None
+
+    def buffers(self) -> list[TextBuffer]:
+        """Every text buffer of the record."""
+        return [self.content, *self.tool_args.values(), *self.reasoning_text.values()]
+
+    @property
+    def pending_bytes(self) -> int:
+        """UTF-8 bytes streamed since the last successful write."""
+        return sum(b.pending_bytes for b in self.buffers())
+
+    @property
+    def flushed_bytes(self) -> int:
+        """UTF-8 bytes already written."""
+        return sum(b.flushed_bytes for b in self.buffers())
+
+    def mark_flushed(self) -> None:
+        """Record a successful write of the current state."""
+        for buffer in self.buffers():
+            buffer.mark_flushed()
+        self.dirty = False
+
+    def tool_call(self, tool_call_id: UUID) -> ToolCall:
+        """Return the nested tool call with this id."""
+        return next(c for c in self.message.tool_calls if c.tool_call_id == tool_call_id)
+
+    def reasoning(self, reasoning_id: UUID) -> Reasoning:
+        """Return the nested reasoning with this id."""
+        return next(r for r in self.message.reasonings if r.reasoning_id == reasoning_id)
+
+    def snapshot(self) -> Message:
+        """Return the message with its streamed text, lone surrogates replaced and noted."""
+        data = self.message.model_dump()
+        replaced = 0
+        data["content"], count = repair_surrogates(self.content.text() or data["content"])
+        replaced += count
+        for call in data["tool_calls"]:
+            buffer = self.tool_args.get(call["tool_call_id"])
+            if buffer is not None:
+                call["arguments"], count = repair_surrogates(buffer.text())
+                replaced += count
+        for reasoning in data["reasonings"]:
+            buffer = self.reasoning_text.get(reasoning["reasoning_id"])
+            if buffer is not None:
+                reasoning["content"], count = repair_surrogates(buffer.text())
+                replaced += count
+        if replaced:
+            data["metadata"] = {**data["metadata"], SURROGATES_NOTE: replaced}
+        return type(self.message).model_validate(data)
+
+
+@dataclass(eq=False)
+class FoldState:
+    """Everything the fold knows about one run (AG-UI seed, ``StorageState``).
+
+    Records are kept in creation order, which is the order a buffered run writes them in.
+    """
+
+    chat: Chat
+    run_id: str
+    stack_id: str
+    writer: RunWriter
+    agent_id: str | None = None
+    records: dict[str, Record] = field(default_factory=dict)
+    tool_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
+    reasoning_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
+    open_reasoning_host: str | None = None
+    current_reasoning: tuple[str, UUID] | None = None
+    text_chunk: str | None = None
+    tool_chunk: str | None = None
+    last_key: str | None = None
+    active_steps: list[str] = field(default_factory=list)
+    agui_steps: dict[str, UUID] = field(default_factory=dict)
+    steps: dict[UUID, Step] = field(default_factory=dict)
+    dirty_steps: dict[UUID, None] = field(default_factory=dict)
+    agui_state: Any = None
+    has_agui_state: bool = False
+    outcome: RunStatus | None = None
+    error: str | None = None
+    run_metadata: dict[str, Any] = field(default_factory=dict)
+    event_timestamp: int | None = None
+    _keys: itertools.count[int] = field(default_factory=itertools.count)
+
+    def new_key(self, agui_id: str | None) -> str:
+        """Return the record key for a message: its AG-UI id, or a fresh internal key."""
+        if agui_id and agui_id not in self.records:
+            return agui_id
+        return f"\x00{next(self._keys)}"
+
+    @property
+    def active_step(self) -> str | None:
+        """The innermost AG-UI step in progress (``STEP_STARTED`` without its finish)."""
+        return self.active_steps[-1] if self.active_steps else None
+
+    def unfinished_records(self) -> list[Record]:
+        """Records still open or holding an active nested record, in creation order."""
+        return [r for r in self.records.values() if r.open or _has_active_item(r.message)]
+
+    def finish_record(self, record: Record, status: MessageStatus) -> None:
+        """End a record and every still-active nested record with ``status``."""
+        record.open = False
+        record.dirty = True
+        message = record.message
+        if message.status is MessageStatus.ACTIVE:
+            message.status = status
+        message.in_progress = False
+        items: list[ToolCall | Reasoning] = [*message.tool_calls, *message.reasonings]
+        for item in items:
+            if item.status is MessageStatus.ACTIVE:
+                item.status = status
+
+
+def _has_active_item(message: Message) -> bool:
+    items: list[ToolCall | Reasoning] = [*message.tool_calls, *message.reasonings]
+    return any(item.status is MessageStatus.ACTIVE for item in items)

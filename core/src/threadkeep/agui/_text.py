@@ -1,0 +1,62 @@
+"""Streamed text: deltas folded into one string, and lone surrogates made storable.
+
+A delta stream can split a UTF-16 surrogate pair across two events (each JSON string then
+decodes to a lone surrogate), so repair runs on the folded text, never on single deltas:
+a pair that meets again is joined, a surrogate that stays alone becomes U+FFFD (SPEC section 3,
+"Content fidelity": the stream layer replaces it and notes it, so a run never dies on it).
+"""
+
+from __future__ import annotations
+
+__all__ = ["TextBuffer", "repair_surrogates"]
+
+_SURROGATES = range(0xD800, 0xE000)
+
+
+def repair_surrogates(text: str) -> tuple[str, int]:
+    """Join split surrogate pairs and replace lone surrogates with U+FFFD.
+
+    Args:
+        text: Any Python string (it may hold surrogate code points).
+
+    Returns:
+        ``(repaired, replaced)``: text that encodes to UTF-8, and how many lone surrogates
+        were replaced (0 when the text was already clean; the common case costs one scan).
+    """
+    if not any(ord(ch) in _SURROGATES for ch in text):
+        return text, 0
+    # A UTF-16 round trip pairs what can be paired; its "replace" turns the rest into U+FFFD.
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined, joined.count("\ufffd") - text.count("\ufffd")
+
+
+class TextBuffer:
+    """Deltas appended in order; ``text()`` joins them once and keeps the joined string.
+
+    ``pending_bytes`` counts UTF-8 bytes appended since the last :meth:`mark_flushed`, the
+    size an incremental writer compares with its flush threshold.
+    """
+
+    __slots__ = ("_parts", "flushed_bytes", "pending_bytes")
+
+    def __init__(self, initial: str = "") -> None:
+        self._parts: list[str] = [initial] if initial else []
+        self.pending_bytes = 0
+        self.flushed_bytes = 0
+
+    def append(self, delta: str) -> None:
+        """Add a delta (any string; empty deltas are kept out)."""
+        if delta:
+            self._parts.append(delta)
+            self.pending_bytes += len(delta.encode("utf-8", "surrogatepass"))
+
+    def text(self) -> str:
+        """Return the folded text (joined once, then cached)."""
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    def mark_flushed(self) -> None:
+        """Record that everything appended so far is stored."""
+        self.flushed_bytes += self.pending_bytes
+        self.pending_bytes = 0

@@ -1,0 +1,140 @@
+"""Reading AG-UI events from recorded text: a JSON array, JSON Lines, or ``data:`` SSE.
+
+Used by ``threadkeep import --format agui`` and by tests. A UTF-8 byte-order mark is
+tolerated; SSE comments (``: ping``), ``id:``/``event:``/``retry:`` fields and multi-line
+``data:`` fields follow the WHATWG event-stream rules.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from ag_ui.core import BaseEvent, Event
+from pydantic import ValidationError
+
+from .._errors import InvalidArgument
+from ._compat import THINKING_EVENTS, UnknownEvent
+
+__all__ = ["EVENT_CLASSES", "ParsedStream", "parse_event", "read_event_text"]
+
+
+def _known_classes() -> dict[str, type[BaseEvent]]:
+    union = get_args(Event)[0]
+    classes: dict[str, type[BaseEvent]] = {}
+    for cls in (*get_args(union), *THINKING_EVENTS):
+        default = cls.model_fields["type"].default
+        classes[str(getattr(default, "value", default))] = cls
+    return classes
+
+
+EVENT_CLASSES: dict[str, type[BaseEvent]] = _known_classes()
+"""Event ``type`` string -> model, for every AG-UI event plus the deprecated ``THINKING_*``."""
+
+
+def parse_event(data: Mapping[str, Any]) -> BaseEvent:
+    """Build the typed event for one decoded JSON object (camelCase or snake_case keys).
+
+    Args:
+        data: The event object; ``type`` names its class. An unknown ``type`` gives an
+            :class:`UnknownEvent` holding every field.
+
+    Returns:
+        The event model.
+
+    Raises:
+        InvalidArgument: If ``data`` is not an object with a string ``type``, or a known
+            event misses a required field (for example ``TEXT_MESSAGE_START`` without
+            ``messageId``); the message names the type and the fields.
+    """
+    if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
+        raise InvalidArgument("an AG-UI event is a JSON object with a string 'type'")
+    cls = EVENT_CLASSES.get(data["type"], UnknownEvent)
+    try:
+        return cls.model_validate(dict(data))
+    except ValidationError as exc:
+        fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
+        raise InvalidArgument(f"invalid {data['type']} event ({fields})") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedStream:
+    """Decoded JSON values of an event file, and the items that did not parse.
+
+    Attributes:
+        items: Decoded JSON values in file order (events, or a request object, or a mapping
+            of named sequences).
+        problems: ``"<where>: <what>"`` for each SSE ``data:`` block or JSON line that is not
+            JSON; those are skipped, the rest is kept.
+    """
+
+    items: list[Any]
+    problems: list[str]
+
+
+def read_event_text(text: str) -> ParsedStream:
+    """Decode event file text: a JSON document, JSON Lines, or server-sent events.
+
+    A JSON array gives its items; one JSON object gives itself; text whose lines start with
+    ``data:`` is read as SSE; anything else as JSON Lines.
+
+    Raises:
+        InvalidArgument: If the text is empty.
+    """
+    text = text.removeprefix("\ufeff")
+    stripped = text.strip()
+    if not stripped:
+        raise InvalidArgument("the event file is empty")
+    if stripped[0] in "[{":
+        try:
+            document = json.loads(stripped)
+        except json.JSONDecodeError:
+            pass
+        else:
+            return ParsedStream(document if isinstance(document, list) else [document], [])
+    if any(line.startswith("data:") for line in text.splitlines()):
+        return _sse(text)
+    return _json_lines(text)
+
+
+def _json_lines(text: str) -> ParsedStream:
+    items: list[Any] = []
+    problems: list[str] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            try:
+                items.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                problems.append(f"line {number}: not JSON ({exc.msg})")
+    return ParsedStream(items, problems)
+
+
+def _sse(text: str) -> ParsedStream:
+    items: list[Any] = []
+    problems: list[str] = []
+    data: list[str] = []
+    start = 0
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for number, line in enumerate([*lines, ""], start=1):
+        if not line:
+            if data:
+                _decode_block("\n".join(data), start, items, problems)
+            data = []
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            start = start if data else number
+            data.append(value.removeprefix(" "))
+    return ParsedStream(items, problems)
+
+
+def _decode_block(block: str, line: int, items: list[Any], problems: list[str]) -> None:
+    if not block.strip():
+        problems.append(f"line {line}: empty data field")
+        return
+    try:
+        items.append(json.loads(block))
+    except json.JSONDecodeError as exc:
+        problems.append(f"line {line}: data is not JSON ({exc.msg})")
