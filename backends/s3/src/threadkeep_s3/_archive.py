@@ -22,6 +22,22 @@ PART_SIZE = 8 << 20
 """Bytes per multipart part (S3's minimum is 5 MiB); bodies up to this go in one put."""
 
 _READ_CHUNK = 1 << 20
+_LOADER: Any = None
+
+
+def _session() -> Any:
+    """A new session (credentials are resolved afresh) sharing one model loader.
+
+    Loading botocore's S3 service model takes about a second; the loader caches it, so
+    every archive opened in the process after the first starts in milliseconds.
+    """
+    global _LOADER  # noqa: PLW0603 - a process-wide cache, like botocore's own
+    session = get_session()
+    if _LOADER is None:
+        _LOADER = session.get_component("data_loader")
+    else:
+        session.register_component("data_loader", _LOADER)
+    return session
 
 
 class S3Archive:
@@ -77,10 +93,10 @@ class S3Archive:
             return self
         stack = contextlib.AsyncExitStack()
         client = await stack.enter_async_context(
-            get_session().create_client("s3", config=self._config)
+            _session().create_client("s3", config=self._config)
         )
         try:
-            with map_s3_errors(f"s3://{self.bucket}"):
+            with map_s3_errors(f"s3://{self.bucket}", missing="bucket"):
                 await client.head_bucket(Bucket=self.bucket)
         except BaseException:
             await stack.aclose()

@@ -32,16 +32,16 @@ _TRANSIENT = frozenset(
 )
 
 
-def _client_error(exc: ClientError, where: str) -> Exception:
+def _client_error(exc: ClientError, where: str, missing: str) -> Exception:
     error = exc.response.get("Error", {})
     code = str(error.get("Code", ""))
     status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
     if code in _CONFLICT or status == 412:
         return Conflict(f"{where}: the object changed or exists already ({code})")
-    if code == "NoSuchBucket":
+    if code == "NoSuchBucket" or (code in _MISSING and missing == "bucket"):
         return ArchiveError(f"{where}: the bucket does not exist; create it first")
     if code in _MISSING:
-        return ArchiveError(f"{where}: no such object")
+        return ArchiveError(f"{where}: no such {missing}")
     if code in _REFUSED:
         return ArchiveError(f"{where}: refused ({code}); check the AWS credentials and policy")
     if code in _TRANSIENT or status >= 500:
@@ -50,8 +50,10 @@ def _client_error(exc: ClientError, where: str) -> Exception:
 
 
 @contextmanager
-def map_s3_errors(where: str) -> Iterator[None]:
+def map_s3_errors(where: str, missing: str = "object") -> Iterator[None]:
     """Map botocore and transport errors raised inside the block (``where`` names the call).
+
+    ``missing`` names what a 404 means here (``"object"``, or ``"bucket"`` on open).
 
     ``Conflict`` for failed preconditions, ``BackendUnavailable`` for network failures,
     timeouts and 5xx, ``ArchiveError`` for everything the caller must fix (credentials,
@@ -60,7 +62,7 @@ def map_s3_errors(where: str) -> Iterator[None]:
     try:
         yield
     except ClientError as exc:
-        raise _client_error(exc, where) from exc
+        raise _client_error(exc, where, missing) from exc
     except (NoCredentialsError, PartialCredentialsError) as exc:
         msg = (
             f"{where}: no AWS credentials; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile"

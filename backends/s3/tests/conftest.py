@@ -1,0 +1,50 @@
+"""Fixtures for the S3 archive tests against a real S3 server (SeaweedFS in CI).
+
+``THREADKEEP_TEST_S3_URL`` (``s3://bucket/prefix``) names the bucket; credentials and the
+endpoint come from the standard AWS variables (``.ci/services/s3.sh env`` prints them).
+Without it the tests skip with a reason, unless ``THREADKEEP_REQUIRE_SERVICES=1``, where a
+missing server is a failure. Each test writes under its own random key prefix and removes
+what it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from uuid import uuid4
+
+import pytest
+
+from threadkeep import Store, open_store
+from threadkeep_s3 import S3Archive
+
+S3_ENV = "THREADKEEP_TEST_S3_URL"
+
+
+@pytest.fixture
+def s3_url() -> str:
+    """A fresh ``s3://bucket/prefix/<random>`` root for one test."""
+    base = os.environ.get(S3_ENV)
+    if not base:
+        if os.environ.get("THREADKEEP_REQUIRE_SERVICES", "").strip().lower() in {"1", "true"}:
+            pytest.fail(f"{S3_ENV} is not set and THREADKEEP_REQUIRE_SERVICES=1")
+        pytest.skip(f"{S3_ENV} is not set (start it: bash .ci/services/s3.sh start)")
+    return f"{base.rstrip('/')}/tests-{uuid4().hex}"
+
+
+@pytest.fixture
+async def archive(s3_url: str) -> AsyncIterator[S3Archive]:
+    """An open S3 archive on an empty prefix; its objects are removed afterwards."""
+    async with S3Archive(s3_url) as opened:
+        try:
+            yield opened
+        finally:
+            async for info in opened.list():
+                await opened.delete(info.key)
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[Store]:
+    """A private in-memory hot store."""
+    async with open_store(f"memory://s3-tests-{uuid4().hex}") as opened:
+        yield opened
