@@ -40,6 +40,7 @@ from typing import Any
 import asyncpg
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
+
 from threadkeep import ChatFilter, Message, MessageFilter, Store
 from threadkeep._store_messages import _message_scope
 from threadkeep_sql import SqlStore
@@ -117,27 +118,40 @@ SELECT newest.* FROM chats
 
 # -- measurement ----------------------------------------------------------------------------
 
+Op = Callable[[int], Awaitable[None]]
+
 
 @dataclass
 class Line:
-    """One benchmark line: per-operation seconds of each client over the repetitions."""
+    """One benchmark line: per-operation seconds of each client, one value per repetition."""
 
     name: str
     ops: int
     times: dict[str, list[float]] = field(default_factory=dict)
 
-    def add(self, client: str, seconds: float) -> None:
-        self.times.setdefault(client, []).append(seconds / self.ops)
-
     def median(self, client: str) -> float | None:
         values = self.times.get(client)
         return statistics.median(values) if values else None
 
+    async def run(self, clients: dict[str, Op], reps: int, chunk: int) -> None:
+        """Time every client on ``ops`` operations per repetition, interleaved in chunks.
 
-async def timed(run: Callable[[], Awaitable[None]]) -> float:
-    start = time.perf_counter()
-    await run()
-    return time.perf_counter() - start
+        Interleaving (raw, sql, api, sqlite, raw, ...) every ``chunk`` operations spreads
+        load from anything else on the machine evenly over the clients.
+        """
+        for rep in range(reps):
+            spent = dict.fromkeys(clients, 0.0)
+            for first in range(0, self.ops, chunk):
+                names = list(clients)
+                shift = (first // chunk + rep) % len(names)
+                for name in names[shift:] + names[:shift]:
+                    op = clients[name]
+                    start = time.perf_counter()
+                    for i in range(first + rep * self.ops, first + rep * self.ops + chunk):
+                        await op(i)
+                    spent[name] += time.perf_counter() - start
+            for name, seconds in spent.items():
+                self.times.setdefault(name, []).append(seconds / self.ops)
 
 
 def bench_url() -> str:
@@ -264,85 +278,76 @@ async def line_append_one(
     line: Line, raw: asyncpg.Connection, store: SqlStore, lite: SqlStore | None, reps: int
 ) -> None:
     stmt = await raw.prepare(RAW_APPEND_ONE)
-    for rep in range(reps):
-        raw_chat = await store.create_chat("bench", f"raw-one-{rep}")
-        sql_chat = await store.create_chat("bench", f"sql-one-{rep}")
-        api_chat = await store.create_chat("bench", f"api-one-{rep}")
+    raw_chat = await store.create_chat("bench", "raw-one")
+    sql_chat = await store.create_chat("bench", "sql-one")
+    api_chat = await store.create_chat("bench", "api-one")
 
-        async def run_raw() -> None:
-            for i in range(line.ops):
-                _, body, fp = message_body(f"a{i}", f"message {i}")
-                now = datetime.now(UTC)
-                await stmt.fetchval(raw_chat.chat_id, now, f"a{i}", uuid.uuid4(), "user", fp, body)
+    async def run_raw(i: int) -> None:
+        _, body, fp = message_body(f"a{i}", f"message {i}")
+        await stmt.fetchval(
+            raw_chat.chat_id, datetime.now(UTC), f"a{i}", uuid.uuid4(), "user", fp, body
+        )
 
-        async def run_sql() -> None:
-            for i in range(line.ops):
-                prepared = store.prepare(
-                    Message(role="user", content=f"message {i}", agui_id=f"a{i}")
-                )
-                async with store.db.write() as conn:
-                    await append_one(conn, sql_chat.chat_id, prepared, datetime.now(UTC))
+    async def run_sql(i: int) -> None:
+        prepared = store.prepare(Message(role="user", content=f"message {i}", agui_id=f"a{i}"))
+        async with store.db.write() as conn:
+            await append_one(conn, sql_chat.chat_id, prepared, datetime.now(UTC))
 
-        async def run_api(target: SqlStore, chat_id: uuid.UUID) -> None:
-            for i in range(line.ops):
-                await target.append_message(
-                    chat_id, Message(role="user", content=f"message {i}", agui_id=f"a{i}")
-                )
+    def run_api(target: SqlStore, chat_id: uuid.UUID) -> Op:
+        async def op(i: int) -> None:
+            await target.append_message(
+                chat_id, Message(role="user", content=f"message {i}", agui_id=f"a{i}")
+            )
 
-        line.add("raw", await timed(run_raw))
-        line.add("sql", await timed(run_sql))
-        line.add("api", await timed(lambda: run_api(store, api_chat.chat_id)))
-        if lite is not None:
-            lite_chat = await lite.create_chat("bench", f"one-{rep}")
-            line.add("sqlite", await timed(lambda: run_api(lite, lite_chat.chat_id)))
+        return op
+
+    clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store, api_chat.chat_id)}
+    if lite is not None:
+        clients["sqlite"] = run_api(lite, (await lite.create_chat("bench", "one")).chat_id)
+    await line.run(clients, reps, chunk=500)
 
 
 async def line_append_batches(
     line: Line, raw: asyncpg.Connection, store: SqlStore, lite: SqlStore | None, reps: int
 ) -> None:
     stmt = await raw.prepare(RAW_APPEND_BATCH)
-    batches = line.ops // 5
+    raw_chat = await store.create_chat("bench", "raw-batch")
+    sql_chat = await store.create_chat("bench", "sql-batch")
+    api_chat = await store.create_chat("bench", "api-batch")
 
     def batch(i: int) -> list[Message]:
         return [
             Message(role="user", content=f"message {i}-{j}", agui_id=f"b{i}-{j}") for j in range(5)
         ]
 
-    for rep in range(reps):
-        raw_chat = await store.create_chat("bench", f"raw-batch-{rep}")
-        sql_chat = await store.create_chat("bench", f"sql-batch-{rep}")
-        api_chat = await store.create_chat("bench", f"api-batch-{rep}")
+    async def run_raw(i: int) -> None:
+        encoded = [message_body(m.agui_id, m.content) for m in batch(i)]
+        await stmt.fetchval(
+            raw_chat.chat_id,
+            datetime.now(UTC),
+            5,
+            [uuid.uuid4() for _ in encoded],
+            [f"b{i}-{j}" for j in range(5)],
+            ["user"] * 5,
+            [fp for _, _, fp in encoded],
+            [body for _, body, _ in encoded],
+        )
 
-        async def run_raw() -> None:
-            for i in range(batches):
-                encoded = [message_body(m.agui_id, m.content) for m in batch(i)]
-                await stmt.fetchval(
-                    raw_chat.chat_id,
-                    datetime.now(UTC),
-                    5,
-                    [uuid.uuid4() for _ in encoded],
-                    [f"b{i}-{j}" for j in range(5)],
-                    ["user"] * 5,
-                    [fp for _, _, fp in encoded],
-                    [body for _, body, _ in encoded],
-                )
+    async def run_sql(i: int) -> None:
+        prepared = [store.prepare(m) for m in batch(i)]
+        async with store.db.write() as conn:
+            await append_batch(conn, sql_chat.chat_id, prepared, datetime.now(UTC))
 
-        async def run_sql() -> None:
-            for i in range(batches):
-                prepared = [store.prepare(m) for m in batch(i)]
-                async with store.db.write() as conn:
-                    await append_batch(conn, sql_chat.chat_id, prepared, datetime.now(UTC))
+    def run_api(target: SqlStore, chat_id: uuid.UUID) -> Op:
+        async def op(i: int) -> None:
+            await target.append_messages(chat_id, batch(i))
 
-        async def run_api(target: SqlStore, chat_id: uuid.UUID) -> None:
-            for i in range(batches):
-                await target.append_messages(chat_id, batch(i))
+        return op
 
-        line.add("raw", await timed(run_raw))
-        line.add("sql", await timed(run_sql))
-        line.add("api", await timed(lambda: run_api(store, api_chat.chat_id)))
-        if lite is not None:
-            lite_chat = await lite.create_chat("bench", f"batch-{rep}")
-            line.add("sqlite", await timed(lambda: run_api(lite, lite_chat.chat_id)))
+    clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store, api_chat.chat_id)}
+    if lite is not None:
+        clients["sqlite"] = run_api(lite, (await lite.create_chat("bench", "batch")).chat_id)
+    await line.run(clients, reps, chunk=100)
 
 
 async def line_page(
@@ -355,40 +360,32 @@ async def line_page(
     stmt = await raw.prepare(RAW_PAGE)
     store, chat_id = stores["api"]
     raw_before = _NO_SEQ if before is None else before
+    params = {"chat_id": chat_id, "before": raw_before, "limit": PAGE + 1}
 
-    def cursor_for(target: SqlStore) -> str | None:
-        if before is None:
-            return None
-        return target._encode_cursor(_message_scope(chat_id_of(target), MessageFilter()), before)
+    async def run_raw(_: int) -> None:
+        rows = await stmt.fetch(chat_id, raw_before, PAGE + 1)
+        assert len(rows) == PAGE + 1
 
-    def chat_id_of(target: SqlStore) -> uuid.UUID:
-        return next(cid for s, cid in stores.values() if s is target)
+    async def run_sql(_: int) -> None:
+        async with store.db.read() as conn:
+            rows = (await conn.execute(_PAGE, params)).all()
+        assert len(rows) == PAGE + 1
 
-    async def run_raw() -> None:
-        for _ in range(line.ops):
-            rows = await stmt.fetch(chat_id, raw_before, PAGE + 1)
-            assert len(rows) == PAGE + 1
+    def run_api(target: SqlStore, target_chat: uuid.UUID) -> Op:
+        scope = _message_scope(target_chat, MessageFilter())
+        cursor = None if before is None else target._encode_cursor(scope, before)
 
-    async def run_sql() -> None:
-        params = {"chat_id": chat_id, "before": raw_before, "limit": PAGE + 1}
-        for _ in range(line.ops):
-            async with store.db.read() as conn:
-                rows = (await conn.execute(_PAGE, params)).all()
-            assert len(rows) == PAGE + 1
-
-    async def run_api(target: SqlStore) -> None:
-        cursor = cursor_for(target)
-        target_chat = chat_id_of(target)
-        for _ in range(line.ops):
+        async def op(_: int) -> None:
             page = await target.list_messages(target_chat, limit=PAGE, cursor=cursor)
-            assert len(page.items) == PAGE and page.has_more
+            assert len(page.items) == PAGE
+            assert page.has_more
 
-    for _ in range(reps):
-        line.add("raw", await timed(run_raw))
-        line.add("sql", await timed(run_sql))
-        line.add("api", await timed(lambda: run_api(store)))
-        if "sqlite" in stores:
-            line.add("sqlite", await timed(lambda: run_api(stores["sqlite"][0])))
+        return op
+
+    clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store, chat_id)}
+    if "sqlite" in stores:
+        clients["sqlite"] = run_api(*stores["sqlite"])
+    await line.run(clients, reps, chunk=100)
 
 
 async def line_chat_list(
@@ -409,33 +406,32 @@ async def line_chat_list(
         .limit(PAGE + 1)
     )
 
-    async def run_raw() -> None:
-        for _ in range(line.ops):
-            rows = await list_stmt.fetch(user, PAGE + 1)
-            ids = [json.loads(r["body"])["chat_id"] for r in rows[:PAGE]]
-            previews = await last_stmt.fetch([uuid.UUID(i) for i in ids])
-            assert len(previews) == PAGE
+    async def run_raw(_: int) -> None:
+        rows = await list_stmt.fetch(user, PAGE + 1)
+        ids = [uuid.UUID(json.loads(r["body"])["chat_id"]) for r in rows[:PAGE]]
+        previews = await last_stmt.fetch(ids)
+        assert len(previews) == PAGE
 
-    async def run_sql() -> None:
-        for _ in range(line.ops):
-            async with store.db.read() as conn:
-                rows = (await conn.execute(list_sql)).all()
-                ids = [uuid.UUID(json.loads(r[4])["chat_id"]) for r in rows[:PAGE]]
-                result = await conn.execute(store._last_messages_sql, {"chat_ids": ids})
-                assert len(result.all()) == PAGE
+    async def run_sql(_: int) -> None:
+        async with store.db.read() as conn:
+            rows = (await conn.execute(list_sql)).all()
+        ids = [uuid.UUID(json.loads(r[4])["chat_id"]) for r in rows[:PAGE]]
+        async with store.db.read() as conn:
+            result = await conn.execute(store._last_messages_sql, {"chat_ids": ids})
+            assert len(result.all()) == PAGE
 
-    async def run_api(target: SqlStore) -> None:
-        for _ in range(line.ops):
+    def run_api(target: SqlStore) -> Op:
+        async def op(_: int) -> None:
             page = await target.list_chats(chat_filter, limit=PAGE)
             previews = await target.get_last_messages([c.chat_id for c in page.items])
             assert len(previews) == PAGE
 
-    for _ in range(reps):
-        line.add("raw", await timed(run_raw))
-        line.add("sql", await timed(run_sql))
-        line.add("api", await timed(lambda: run_api(store)))
-        if "sqlite" in stores:
-            line.add("sqlite", await timed(lambda: run_api(stores["sqlite"])))
+        return op
+
+    clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store)}
+    if "sqlite" in stores:
+        clients["sqlite"] = run_api(stores["sqlite"])
+    await line.run(clients, reps, chunk=50)
 
 
 # -- SQLite loading (no COPY: executemany on the file) --------------------------------------
@@ -496,10 +492,10 @@ def report(lines: list[Line], deep: Line, newest: Line) -> str:
             f"{ratio(api, raw):>7} {ms(lite):>9}"
         )
     out.append("")
-    for client in ("raw", "sql", "api", "sqlite"):
-        out.append(
-            f"deep page / newest page ({client}): {ratio(deep.median(client), newest.median(client))}"
-        )
+    out += [
+        f"deep page / newest page ({c}): {ratio(deep.median(c), newest.median(c))}"
+        for c in ("raw", "sql", "api", "sqlite")
+    ]
     out.append("targets: sql/raw <= 1.30x on every line; deep/newest <= 1.50x")
     return "\n".join(out)
 
@@ -507,7 +503,7 @@ def report(lines: list[Line], deep: Line, newest: Line) -> str:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer ops (a smoke run)")
-    parser.add_argument("--reps", type=int, default=5, help="repetitions per line")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions per line")
     parser.add_argument("--no-sqlite", action="store_true", help="skip the SQLite column")
     args = parser.parse_args()
     scale = 10 if args.quick else 1
@@ -528,7 +524,7 @@ async def main() -> None:
         )
         deep_chat = await load_deep_thread(raw, store, now)
         user = await load_user_chats(raw, store, now)
-        await raw.execute("ANALYZE")
+        await raw.execute("VACUUM (ANALYZE) chats, messages")  # as autovacuum would
         pages: dict[str, tuple[SqlStore, uuid.UUID]] = {"api": (store, deep_chat)}
         lists: dict[str, SqlStore] = {"api": store}
         if lite is not None:
@@ -537,7 +533,7 @@ async def main() -> None:
             pages["sqlite"] = (lite, lite_deep)
             lists["sqlite"] = lite
         one = Line("append 10,000 messages one by one", 10_000 // scale)
-        five = Line("append 10,000 messages in batches of 5", 10_000 // scale)
+        five = Line("append 10,000 messages in batches of 5", 2_000 // scale)
         newest = Line("read the newest page (50 of 1,000,000)", 2_000 // scale)
         deep = Line("read a page 500,000 deep (50 of 1,000,000)", 2_000 // scale)
         listing = Line("list newest 50 of 10,000 chats + previews", 1_000 // scale)

@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
+
 from threadkeep_sql import SqlStore
 
 POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"

@@ -77,4 +77,6 @@ async def test_deleted_chat_frees_its_key(store: SqlStore) -> None:
     await store.delete_chat(chat.chat_id)
     again = await store.create_chat("u", "k")
     assert again.chat_id != chat.chat_id
-    assert again.seq is not None and chat.seq is not None and again.seq > chat.seq
+    assert again.seq is not None
+    assert chat.seq is not None
+    assert again.seq > chat.seq

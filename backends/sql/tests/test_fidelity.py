@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import sqlalchemy as sa
+
 from threadkeep import DEFAULT_MAX_MESSAGE_BYTES, Message, PayloadTooLarge, ToolCall
 from threadkeep_sql import SqlStore
 from threadkeep_sql._schema import messages

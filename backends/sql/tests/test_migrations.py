@@ -7,6 +7,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+
 from threadkeep import InvalidCursor, Message
 from threadkeep_sql import SqlStore
 from threadkeep_sql._migrate import current_revision, head_revision, upgrade_to_head

@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+
 from threadkeep import Message, Step
 
 from ._base import SqlBase, ref_values

@@ -7,8 +7,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy import Row, Table
+from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
+
 from threadkeep import Chat, Message, PreparedMessage, Store, as_utc
 
 from ._engine import Database
@@ -80,7 +81,7 @@ class SqlBase(Store):
         module = postgresql if self._db.dialect == "postgresql" else sqlite
         return module.insert(table)
 
-    def _message_row(self, row: Row[Any] | Sequence[Any]) -> Message:
+    def _message_row(self, row: Sequence[Any]) -> Message:
         """Rebuild a message from a row of ``_schema.MESSAGE_COLUMNS``."""
         chat_id, seq, revision, created_at, updated_at, deleted_at, _fingerprint, body = row
         return self.message_from_row(
@@ -93,7 +94,7 @@ class SqlBase(Store):
             deleted_at=deleted_at,
         )
 
-    def _chat_row(self, row: Row[Any] | Sequence[Any]) -> Chat:
+    def _chat_row(self, row: Sequence[Any]) -> Chat:
         """Rebuild a chat from a row of ``_schema.CHAT_COLUMNS``."""
         seq, revision, updated_at, last_message_at, body = row
         return self.record_from_body(

@@ -6,15 +6,16 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+
 from threadkeep import Chat, ChatFilter, Conflict, Share, chat_matches
 
 from ._base import SqlBase
 from ._errors import map_native_errors
-from ._schema import CHAT_COLUMNS, escape_key, chats, message_refs, messages, runs, settings, steps
+from ._schema import CHAT_COLUMNS, chats, escape_key, message_refs, messages, runs, settings, steps
 
 __all__ = ["ChatsMixin", "chat_filter_clauses", "needs_recheck"]
 
-_SECRET_KEY = "cursor_secret"
+_SECRET_KEY = "cursor_secret"  # noqa: S105 - the settings row that holds it, not a secret
 _INSERT_ATTEMPTS = 8
 
 _GET_CHAT = sa.select(*CHAT_COLUMNS).where(chats.c.chat_id == sa.bindparam("chat_id"))
@@ -68,7 +69,7 @@ def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.Column
     if viewer is not None:
         if viewer.tenant_id is not None:
             clauses.append(c.tenant_id == viewer.tenant_id)
-        shared = sa.false()
+        shared: sa.ColumnElement[bool] = sa.false()
         if viewer.team_id is not None:
             shared = sa.and_(c.share == Share.TEAM.value, c.team_id == viewer.team_id)
         clauses.append(sa.or_(c.user_id == viewer.user_id, shared))

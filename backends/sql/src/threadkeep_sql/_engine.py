@@ -32,6 +32,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
+
 from threadkeep import InvalidArgument
 
 from ._errors import map_native_errors

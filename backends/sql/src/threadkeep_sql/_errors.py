@@ -1,4 +1,4 @@
-"""One place that maps native errors (SQLAlchemy, asyncpg, sqlite3/aiosqlite, Alembic) to threadkeep's.
+"""Map native errors (SQLAlchemy, asyncpg, sqlite3/aiosqlite, Alembic) to threadkeep's errors.
 
 Modelled on ``httpx._transports.default.map_httpcore_exceptions``: every database call of the
 driver runs inside :func:`map_native_errors`, so no native exception escapes the driver.
@@ -19,9 +19,10 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
 from alembic.util.exc import CommandError
 from sqlalchemy import exc as sa_exc
+
 from threadkeep import BackendUnavailable, Conflict, InvalidArgument, ThreadkeepError
 
 __all__ = ["is_unique_violation", "map_native_errors"]

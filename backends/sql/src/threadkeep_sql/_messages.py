@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
+
 from threadkeep import (
     IdempotencyConflict,
     Message,
@@ -216,33 +217,36 @@ class MessagesMixin(SqlBase):
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         """PostgreSQL: one statement per append; ``None`` sends the caller the slow way."""
+        if len(items) > 1:
+            return await self._insert_batch_fast(chat_id, items, now)
+        item = items[0]
         for _ in range(_FAST_ATTEMPTS):
             async with self._db.write() as conn:
-                if len(items) == 1:
-                    seq = await append_one(conn, chat_id, items[0], now)
-                    if seq is not None:
-                        return [(self._new(items[0], chat_id, seq, now), True)]
-                    if items[0].message.agui_id is None:
-                        return None
-                    row = await conn.execute(
-                        _GET_BY_AGUI, {"chat_id": chat_id, "agui_id": items[0].message.agui_id}
-                    )
-                    stored = row.first()
-                    if stored is not None:
-                        return [(self._message_row(stored), False)]
-                    continue
-                try:
-                    first = await append_batch(conn, chat_id, items, now)
-                except IntegrityError as exc:
-                    if is_unique_violation(exc):
-                        return None
-                    raise
-                if first is None:
-                    return None
-                return [
-                    (self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)
-                ]
+                seq = await append_one(conn, chat_id, item, now)
+                if seq is not None:
+                    return [(self._new(item, chat_id, seq, now), True)]
+                if item.message.agui_id is None:
+                    return None  # the chat is not hot: the caller finds out which way
+                params = {"chat_id": chat_id, "agui_id": item.message.agui_id}
+                stored = (await conn.execute(_GET_BY_AGUI, params)).first()
+            if stored is not None:
+                return [(self._message_row(stored), False)]
+            # Nothing inserted and nothing stored: the stored message went away; try again.
         return None
+
+    async def _insert_batch_fast(
+        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        async with self._db.write() as conn:
+            try:
+                first = await append_batch(conn, chat_id, items, now)
+            except IntegrityError as exc:
+                if is_unique_violation(exc):  # a racing duplicate: nothing was written
+                    return None
+                raise
+        if first is None:
+            return None
+        return [(self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)]
 
     def _new(self, item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) -> Message:
         created = item.message.created_at or now

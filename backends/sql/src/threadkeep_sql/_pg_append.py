@@ -28,6 +28,7 @@ from uuid import UUID
 
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection
+
 from threadkeep import PreparedMessage
 
 from ._schema import escape_key
@@ -70,7 +71,7 @@ m AS (
     RETURNING seq
 ){{refs}}
 SELECT seq FROM m
-"""
+"""  # noqa: S608 - built from constant fragments only
 
 _ONE_REFS = """,
 r AS (
@@ -96,7 +97,7 @@ m AS (
                                    block_id, created_at, fingerprint, body, ord)
 ){{refs}}
 SELECT first_seq FROM c
-"""
+"""  # noqa: S608 - built from constant fragments only
 
 _BATCH_REFS = """,
 r AS (

@@ -9,6 +9,7 @@ from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
+
 from threadkeep import Conflict, Run, RunStatus, Step, StepStatus, as_utc
 
 from ._archive import step_values

@@ -26,6 +26,7 @@ Layout (SPEC sections 2 and 5):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import sqlalchemy as sa
@@ -61,11 +62,10 @@ def unescape_key(value: str) -> str:
     """Invert :func:`escape_key`."""
     if "\\" not in value:
         return value
-    out: list[str] = []
-    chars = iter(value)
-    for char in chars:
-        out.append(("\x00" if next(chars) == "0" else "\\") if char == "\\" else char)
-    return "".join(out)
+    return _ESCAPED.sub(lambda m: "\x00" if m.group(1) == "0" else "\\", value)
+
+
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
 
 
 class KeyText(sa.TypeDecorator[str]):

@@ -23,10 +23,13 @@ implemented here; the schema is ready for it.
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any, ClassVar
 
 from sqlalchemy.engine import URL
-from threadkeep import Capabilities
+
+from threadkeep import BackendUnavailable, Capabilities
 
 from ._archive import ArchiveMixin
 from ._chats import ChatsMixin
@@ -82,6 +85,12 @@ class SqlStore(ChatsMixin, MessagesMixin, ArchiveMixin, RunsMixin):
         Database.create(self._sa_url, schema=schema, pool_size=pool_size)  # validate options
 
     async def _open(self) -> None:
+        database = self._sa_url.database
+        if self._sa_url.get_backend_name() == "sqlite" and database not in (None, "", ":memory:"):
+            folder = Path(database).expanduser().absolute().parent
+            if not await asyncio.to_thread(folder.is_dir):
+                msg = f"cannot open SQLite file {database!r}: folder {folder} does not exist"
+                raise BackendUnavailable(msg + "; create it or choose another path")
         self._db = Database.create(self._sa_url, schema=self._schema, pool_size=self._pool_size)
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
         try:

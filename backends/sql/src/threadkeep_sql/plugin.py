@@ -11,8 +11,10 @@ __all__ = ["threadkeep_drivers"]
 
 @hookimpl
 def threadkeep_drivers() -> list[type[Any]]:
-    """Return the SQL store class (schemes ``sqlite+aiosqlite``, ``sqlite``,
-    ``postgresql+asyncpg``, ``postgresql``)."""
+    """Return the SQL store class.
+
+    It serves ``sqlite+aiosqlite``, ``sqlite``, ``postgresql+asyncpg`` and ``postgresql``.
+    """
     from ._store import SqlStore
 
     return [SqlStore]

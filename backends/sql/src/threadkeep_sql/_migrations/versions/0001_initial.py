@@ -7,6 +7,8 @@ Create Date: 2025-01-01
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -19,7 +21,7 @@ _Seq = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 _When = sa.DateTime(timezone=True)
 
 
-def _partial(where: str) -> dict[str, sa.TextClause]:
+def _partial(where: str) -> dict[str, Any]:
     return {"postgresql_where": sa.text(where), "sqlite_where": sa.text(where)}
 
 

@@ -1,0 +1,141 @@
+"""Native errors are mapped to threadkeep's tree in one place; none escape."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import asyncpg
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from threadkeep import (
+    BackendUnavailable,
+    Conflict,
+    IdempotencyConflict,
+    InvalidArgument,
+    Message,
+    open_store,
+)
+from threadkeep_sql import SqlStore, map_native_errors
+
+
+async def test_postgres_unreachable_is_backend_unavailable() -> None:
+    store = SqlStore("postgresql+asyncpg://nobody:secret@127.0.0.1:1/none")
+    with pytest.raises(BackendUnavailable, match="database failed") as info:
+        await store.open()
+    assert not store.is_open
+    assert isinstance(info.value.__cause__, BaseException)
+
+
+async def test_sqlite_in_a_missing_directory_is_backend_unavailable(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'dir' / 'x.db'}")
+    with pytest.raises(BackendUnavailable, match="does not exist"):
+        await store.open()
+
+
+async def test_unhandled_unique_violation_is_conflict(store: SqlStore) -> None:
+    chat = await store.create_chat("u", "t")
+    first = await store.append_message(chat.chat_id, Message(role="user", content="a"))
+    # Same message_id, no agui_id: nothing makes it a retry, so it is a conflict.
+    with pytest.raises(Conflict):
+        await store.append_message(
+            chat.chat_id, Message(message_id=first.message_id, role="user", content="b")
+        )
+    with pytest.raises(Conflict):
+        await store.append_messages(
+            chat.chat_id,
+            [
+                Message(role="user", content="ok"),
+                Message(message_id=first.message_id, role="user", content="b"),
+            ],
+        )
+    assert [m.content for m in (await store.list_messages(chat.chat_id)).items] == ["a"]
+
+
+async def test_restoring_a_chat_whose_key_is_taken_is_conflict(store: SqlStore) -> None:
+    old = await store.create_chat("u", "k")
+    await store.delete_chat(old.chat_id)
+    await store.create_chat("u", "k")
+    with pytest.raises(Conflict, match="another live chat holds"):
+        await store.restore_chat(old.chat_id)
+
+
+async def test_failed_batch_writes_nothing_and_leaves_no_transaction_open(
+    store: SqlStore,
+) -> None:
+    chat = await store.create_chat("u", "t")
+    await store.append_message(chat.chat_id, Message(role="user", content="a", agui_id="x"))
+    batch = [
+        Message(role="user", content="new", agui_id="y"),
+        Message(role="user", content="different", agui_id="x"),
+    ]
+    with pytest.raises(IdempotencyConflict):
+        await store.append_messages(chat.chat_id, batch)
+    assert [m.agui_id for m in (await store.list_messages(chat.chat_id)).items] == ["x"]
+    # The connection went back clean: the next writes (which need the write lock) succeed.
+    for i in range(3):
+        await store.append_message(chat.chat_id, Message(role="user", content=str(i)))
+    assert len((await store.list_messages(chat.chat_id)).items) == 4
+
+
+def test_unknown_scheme_and_bad_options_are_invalid_argument() -> None:
+    with pytest.raises(InvalidArgument):
+        SqlStore("mysql://x/y")
+    with pytest.raises(InvalidArgument, match="PostgreSQL only"):
+        SqlStore("sqlite+aiosqlite:///:memory:", schema="s")
+
+
+@pytest.mark.parametrize(
+    ("native", "expected"),
+    [
+        (
+            sa_exc.IntegrityError(
+                "INSERT", {}, sqlite3.IntegrityError("UNIQUE constraint failed: x")
+            ),
+            Conflict,
+        ),
+        (
+            sa_exc.IntegrityError(
+                "INSERT", {}, sqlite3.IntegrityError("NOT NULL constraint failed")
+            ),
+            InvalidArgument,
+        ),
+        (sa_exc.DataError("SELECT", {}, ValueError("bad")), InvalidArgument),
+        (
+            sa_exc.OperationalError("BEGIN", {}, sqlite3.OperationalError("database is locked")),
+            BackendUnavailable,
+        ),
+        (sa_exc.TimeoutError("pool exhausted"), BackendUnavailable),
+        (asyncpg.UniqueViolationError("duplicate key"), Conflict),
+        (asyncpg.CannotConnectNowError("starting up"), BackendUnavailable),
+        (sqlite3.OperationalError("disk I/O error"), BackendUnavailable),
+        (ConnectionRefusedError(111, "refused"), BackendUnavailable),
+        (TimeoutError(), BackendUnavailable),
+    ],
+)
+def test_native_errors_map_to_the_tree(native: BaseException, expected: type[Exception]) -> None:
+    with pytest.raises(expected) as info, map_native_errors():
+        raise native
+    assert info.value.__cause__ is native
+
+
+def test_threadkeep_errors_and_others_pass_through() -> None:
+    with pytest.raises(IdempotencyConflict), map_native_errors():
+        raise IdempotencyConflict("kept")
+    with pytest.raises(KeyError), map_native_errors():
+        raise KeyError("a bug is not a database error")
+
+
+async def test_aliases_open_the_same_drivers(tmp_path: Path) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 'alias.db'}") as store:
+        assert isinstance(store, SqlStore)
+        assert store.db.engine.dialect.driver == "aiosqlite"
+        async with store.db.read() as conn:
+            mode = (await conn.execute(sa.text("PRAGMA journal_mode"))).scalar()
+        assert mode == "wal"
+    store = open_store("postgresql://u:p@127.0.0.1:1/db")
+    assert isinstance(store, SqlStore)
+    with pytest.raises(BackendUnavailable):
+        await store.open()
