@@ -41,6 +41,16 @@ from ._runs import RunsMixin
 __all__ = ["SqlStore"]
 
 
+def _require_folder(database: str | None) -> None:
+    """Fail clearly when a SQLite file's folder is missing (sqlite3 says only "unable to open")."""
+    if database in (None, "", ":memory:"):
+        return
+    folder = Path(str(database)).expanduser().absolute().parent
+    if not folder.is_dir():
+        msg = f"cannot open SQLite file {database!r}: folder {folder} does not exist"
+        raise BackendUnavailable(msg + "; create it or choose another path")
+
+
 class SqlStore(ChatsMixin, MessagesMixin, ArchiveMixin, RunsMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
@@ -85,12 +95,8 @@ class SqlStore(ChatsMixin, MessagesMixin, ArchiveMixin, RunsMixin):
         Database.create(self._sa_url, schema=schema, pool_size=pool_size)  # validate options
 
     async def _open(self) -> None:
-        database = self._sa_url.database
-        if self._sa_url.get_backend_name() == "sqlite" and database not in (None, "", ":memory:"):
-            folder = Path(database).expanduser().absolute().parent
-            if not await asyncio.to_thread(folder.is_dir):
-                msg = f"cannot open SQLite file {database!r}: folder {folder} does not exist"
-                raise BackendUnavailable(msg + "; create it or choose another path")
+        if self._sa_url.get_backend_name() == "sqlite":
+            await asyncio.to_thread(_require_folder, self._sa_url.database)
         self._db = Database.create(self._sa_url, schema=self._schema, pool_size=self._pool_size)
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
         try:
