@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
-from ._content import PreparedMessage
-from ._errors import CapabilityNotSupported
+from ._content import STORE_ASSIGNED_MESSAGE_FIELDS, PreparedMessage, message_fingerprint
+from ._errors import CapabilityNotSupported, IdempotencyConflict
 from ._models import Chat, ChatStatus, Message
 from ._paging import ChatFilter, MessageFilter
 from ._runs import Run, Step
@@ -31,6 +31,11 @@ __all__ = ["DriverPrimitives", "NestedKind"]
 
 NestedKind = Literal["tool_call", "reasoning"]
 """Which nested list of a message a lookup searches."""
+
+
+def _fingerprint(message: Message) -> str:
+    body = message.model_dump(mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS))
+    return message_fingerprint(body)
 
 
 def _unsupported(capability: str) -> CapabilityNotSupported:
@@ -340,10 +345,17 @@ class DriverPrimitives(ABC):
 
         A driver should override it to do all of it in one atomic step (one transaction):
         then a buffered run is exactly two store writes and a crash never leaves half a
-        batch. This default calls ``_get_run``, ``_insert_run``/``_replace_run``,
+        batch. This default checks the messages' ``agui_id`` s first (so an
+        ``IdempotencyConflict`` writes nothing), then calls ``_insert_run``/``_replace_run``,
         ``_insert_messages`` and ``_save_steps`` in turn: the same result without concurrent
         writers, but not atomic, and several writes.
         """
+        for item in messages:
+            agui_id = item.message.agui_id
+            held = await self._get_message_by_agui_id(run.chat_id, agui_id) if agui_id else None
+            if held is not None and _fingerprint(held) != item.fingerprint:
+                msg = f"agui_id {agui_id!r} is stored in chat {run.chat_id} with another payload"
+                raise IdempotencyConflict(msg)
         if expected_revision is None:
             if await self._get_run(run.chat_id, run.run_id) is not None:
                 return None

@@ -45,8 +45,8 @@ class ExtraHandlers(FoldBase):
         elif isinstance(event, StateDeltaEvent):
             try:
                 state.agui_state = apply_patch(state.agui_state or {}, event.delta)
-            except InvalidArgument:
-                _log.warning("threadkeep: STATE_DELTA does not apply; state kept", exc_info=True)
+            except InvalidArgument as exc:
+                _log.warning("threadkeep: STATE_DELTA does not apply (%s); state kept", exc)
                 return
             state.has_agui_state = True
 
@@ -62,8 +62,8 @@ class ExtraHandlers(FoldBase):
         else:
             try:
                 content = apply_patch(_activity_content(record), event.patch)
-            except InvalidArgument:
-                _log.warning("threadkeep: ACTIVITY_DELTA does not apply", exc_info=True)
+            except InvalidArgument as exc:
+                _log.warning("threadkeep: ACTIVITY_DELTA does not apply (%s); kept as was", exc)
                 return
         if record is None:
             record = await self.open_record(

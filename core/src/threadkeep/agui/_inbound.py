@@ -68,6 +68,7 @@ async def classify_inbound(
     context: Sequence[Message],
     *,
     run_id: str,
+    accept_any: bool = False,
 ) -> tuple[list[Message], str | None]:
     """Return the inbound messages to store, or the reason the input is refused.
 
@@ -77,6 +78,8 @@ async def classify_inbound(
         inbound: ``RunAgentInput.messages``.
         context: ``Store.context_messages`` of the chat (checked before the store).
         run_id: Stored on the new messages.
+        accept_any: Store unknown messages of any role instead of refusing them (an import
+            of recorded history, where the client's messages are the record).
 
     Returns:
         ``(new_messages, None)``, or ``([], reason)`` when a message may not be new.
@@ -87,6 +90,8 @@ async def classify_inbound(
     new: list[Message] = []
     for message in inbound:
         verdict = await _verdict(known, message)
+        if verdict == "refused" and accept_any:
+            verdict = "new"
         if verdict == "refused":
             reason = (
                 f"message {message.id!r} (role {message.role!r}) is not stored in this chat; "

@@ -258,12 +258,14 @@ async def end_run(
         await _retrying("ending the run", lambda: finish(records, steps))
     except ThreadkeepError as exc:
         lease_lost = isinstance(exc, Conflict) and not isinstance(exc, IdempotencyConflict)
-        level = logging.WARNING if lease_lost else logging.ERROR
+        level = logging.WARNING if isinstance(exc, Conflict) else logging.ERROR
         _log.log(level, "threadkeep: run %r not ended in one batch (%s)", state.run_id, exc)
         await _write_one_by_one(writer, state, records, steps)
         if not lease_lost:
             try:
                 await _retrying("ending the run", lambda: finish([], []))
+            except Conflict:
+                pass  # a non-atomic driver ended it before its batch failed; nothing is lost
             except ThreadkeepError:
                 _log.exception("threadkeep: run %r could not be ended", state.run_id)
         return

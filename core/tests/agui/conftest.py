@@ -1,0 +1,184 @@
+"""Fixtures for the AG-UI run-persistence tests: stores per backend, a scripted agent, real data.
+
+Helpers are handed out as fixtures (tests run with ``--import-mode=importlib``).
+PostgreSQL runs when ``THREADKEEP_TEST_POSTGRES_URL`` is set (a fresh schema per test);
+real recorded data is read from ``../shared/realdata`` and the tests skip without it.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ag_ui.core import (
+    BaseEvent,
+    RunAgentInput,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    UserMessage,
+)
+
+from threadkeep import Message, MessageFilter, Store, open_store
+
+REALDATA = Path(__file__).resolve().parents[3].parent / "shared" / "realdata"
+POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"
+
+Script = Callable[[RunAgentInput], AsyncIterator[BaseEvent]]
+
+
+def postgres_url() -> str:
+    """Return the test PostgreSQL URL, or skip (fail under THREADKEEP_REQUIRE_SERVICES=1)."""
+    url = os.environ.get(POSTGRES_ENV)
+    if url:
+        return url
+    if os.environ.get("THREADKEEP_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{POSTGRES_ENV} is not set and THREADKEEP_REQUIRE_SERVICES=1")
+    pytest.skip(f"{POSTGRES_ENV} is not set (start it: bash .ci/services/postgres.sh start)")
+
+
+async def _pg_execute(url: str, statement: str) -> None:
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """An open, empty store of each backend."""
+    async with _backend_store(request.param, tmp_path) as store:
+        yield store
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """An open, empty store: the reference driver and the embedded default."""
+    async with _backend_store(request.param, tmp_path) as opened:
+        yield opened
+
+
+class _backend_store:  # noqa: N801 - used like a function
+    def __init__(self, backend: str, tmp_path: Path) -> None:
+        self.backend, self.tmp_path = backend, tmp_path
+        self.schema: str | None = None
+        self.store: Store | None = None
+
+    async def __aenter__(self) -> Store:
+        options: dict[str, Any] = {}
+        if self.backend == "memory":
+            url = "memory://"
+        elif self.backend == "sqlite":
+            url = f"sqlite+aiosqlite:///{self.tmp_path / 'agui.db'}"
+        else:
+            url = postgres_url()
+            self.schema = f"tk_agui_{uuid.uuid4().hex[:12]}"
+            self.url = url
+            await _pg_execute(url, f'CREATE SCHEMA "{self.schema}"')
+            options["schema"] = self.schema
+        self.store = await open_store(url, **options).open()
+        return self.store
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.store is not None
+        await self.store.close()
+        if self.schema is not None:
+            await _pg_execute(self.url, f'DROP SCHEMA "{self.schema}" CASCADE')
+
+
+class ScriptedAgent:
+    """An inner agent whose run is an async generator function of the input."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.inputs: list[RunAgentInput] = []
+
+    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        self.inputs.append(input)
+        async for event in self.script(input):
+            yield event
+
+
+class Kit:
+    """Builders and readers the tests share."""
+
+    Agent = ScriptedAgent
+
+    @staticmethod
+    def run_input(
+        thread_id: str = "thread-1", run_id: str = "run-1", messages: Sequence[Any] = ()
+    ) -> RunAgentInput:
+        if not messages:
+            messages = [UserMessage(id=f"user-{run_id}", content=f"hello from {run_id}")]
+        return RunAgentInput(
+            thread_id=thread_id,
+            run_id=run_id,
+            messages=list(messages),
+            tools=[],
+            context=[],
+            state={},
+            forwarded_props={},
+        )
+
+    @staticmethod
+    def text(message_id: str, deltas: Sequence[str]) -> list[BaseEvent]:
+        return [
+            TextMessageStartEvent(message_id=message_id, role="assistant"),
+            *[TextMessageContentEvent(message_id=message_id, delta=d) for d in deltas],
+            TextMessageEndEvent(message_id=message_id),
+        ]
+
+    @staticmethod
+    def started(input: RunAgentInput) -> RunStartedEvent:
+        return RunStartedEvent(thread_id=input.thread_id, run_id=input.run_id)
+
+    @staticmethod
+    def finished(input: RunAgentInput) -> RunFinishedEvent:
+        return RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
+
+    @staticmethod
+    async def history(
+        store: Store, user_id: str, thread_id: str, run_id: str | None = None
+    ) -> list[Message]:
+        """Every visible message of the chat (of one run if given), oldest first."""
+        chat = await store.find_chat(user_id, thread_id)
+        if chat is None:
+            return []
+        pages: list[list[Message]] = []
+        cursor = None
+        while True:
+            page = await store.list_messages(
+                chat.chat_id,
+                limit=200,
+                cursor=cursor,
+                message_filter=MessageFilter(run_id=run_id) if run_id else None,
+            )
+            pages.append(page.items)
+            if not page.has_more:
+                return [m for items in reversed(pages) for m in items]
+            cursor = page.next_cursor
+
+
+@pytest.fixture
+def kit() -> type[Kit]:
+    """Builders of inputs and events, the scripted agent, a history reader."""
+    return Kit
+
+
+@pytest.fixture
+def realdata() -> Path:
+    """The shared real-data directory, or a skip when it is absent."""
+    if not REALDATA.is_dir():
+        pytest.skip(f"real data not present at {REALDATA}")
+    return REALDATA
