@@ -15,6 +15,10 @@ Idempotency needs no read in the common case: each head's dedup key is derived f
 After the commit come two best-effort writes that never fail the append: the chat's
 ``last_message_at`` (a conditional session update), then the locators of the new messages,
 tool calls and reasonings (AG-UI seed, "Best-effort writes").
+
+Appends to one chat from one store instance queue on an in-process lock (FIFO), so local
+writers never race each other's ``If-Match``; writers in other replicas still can, and
+retry with jittered exponential backoff, a bounded number of times.
 """
 
 from __future__ import annotations
@@ -55,6 +59,21 @@ class AppendPrimitives(ReadHelpers):
     async def _insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
+        async with self._chat_lock(chat_id):
+            committed = await self._commit(chat_id, messages, now)
+        if committed is None:
+            return None
+        results, session = committed
+        participant = self._participant(self._chat_of(session))
+        for message, created in results:
+            if created:
+                await self._write_locators(session.session_id, message, participant)
+        return results
+
+    async def _commit(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> tuple[list[tuple[Message, bool]], Session] | None:
+        """Write the batch (one conditional call) and touch the chat; see the module docs."""
         session = await self._append_session(chat_id)
         if session is None:
             return None
@@ -63,7 +82,7 @@ class AppendPrimitives(ReadHelpers):
         for attempt in range(ATTEMPTS):
             fresh = [(p, k) for p, k in zip(messages, keys, strict=True) if k not in stored]
             if not fresh:
-                return [(stored[k], False) for k in keys]
+                return [(stored[k], False) for k in keys], session
             events = self._new_events([p for p, _ in fresh], now)
             try:
                 heads, version = await self._create(session, events)
@@ -71,16 +90,18 @@ class AppendPrimitives(ReadHelpers):
                 stored.update(await self._stored_heads(session, chat_id, exc.keys))
                 self._check_same(messages, keys, stored)
                 continue
-            except ConflictError:
+            except (ConflictError, NotFoundError):
+                # A stale version, or a session deleted since it was cached: read it again.
+                await self._backoff(attempt)
                 refreshed = await self._hot_session(chat_id)
                 if refreshed is None:
                     return None
                 session = refreshed
-                await self._backoff(attempt)
                 continue
             created = dict(zip((k for _, k in fresh), self._built(fresh, heads, now), strict=True))
-            await self._after_append(session, version, now, list(created.values()))
-            return [(created[k], True) if k in created else (stored[k], False) for k in keys]
+            session = await self._touch(dataclasses.replace(session, version=version), now)
+            results = [(created[k], True) if k in created else (stored[k], False) for k in keys]
+            return results, session
         raise Conflict(f"chat {chat_id} kept changing under concurrent writers; try again")
 
     async def _append_session(self, chat_id: UUID) -> Session | None:
@@ -168,43 +189,32 @@ class AppendPrimitives(ReadHelpers):
         messages = await self._materialize(session.session_id, chat_id, heads)
         return {str(h.dedup_key): m for h, m in zip(heads, messages, strict=True)}
 
-    async def _after_append(
-        self, session: Session, version: int, now: datetime, created: list[Message]
-    ) -> None:
-        """Best effort: the chat's ``last_message_at``, then the new entities' locators."""
-        session = dataclasses.replace(session, version=version)
+    async def _touch(self, session: Session, now: datetime) -> Session:
+        """Set the chat's ``last_message_at`` (best effort); return the session seen last."""
         self._hot_sessions.put(session.session_id, session)
-        await self._touch(session, now)
-        chat = self._chat_of(session)
-        participant = self._participant(chat)
-        for message in created:
-            await self._write_locators(session.session_id, message, participant)
-
-    async def _touch(self, session: Session, now: datetime) -> None:
-        metadata = dict(session.metadata)
         for attempt in range(ATTEMPTS):
-            metadata["last_message_at"] = now.isoformat()
+            metadata = {**session.metadata, "last_message_at": now.isoformat()}
             try:
                 written = await self.service.update_session(
                     self.space_id, session.session_id, if_match=session.version, metadata=metadata
                 )
             except ConflictError:
+                await self._backoff(attempt)
                 try:
                     session = await self.service.get_session(self.space_id, session.session_id)
                 except MemServiceError:
-                    return
+                    return session
                 if not is_hot(self._chat_of(session)):
-                    return
-                metadata = dict(session.metadata)
-                await self._backoff(attempt)
+                    return session
                 continue
             except MemServiceError as exc:
                 _log.warning(
                     "last_message_at of session %s not written (%s)", session.session_id, exc
                 )
-                return
+                return session
             self._hot_sessions.put(written.session_id, written)
-            return
+            return written
+        return session
 
     async def _write_locators(
         self,

@@ -1,9 +1,10 @@
 """The hot-row primitives cold archiving needs: scan, delete while archived, restore.
 
-Deletes run only while the chat is archived, checked by ``If-Match`` on the session
-version read at that moment: each batch of up to 200 deletes is conditional on the version
-the previous one produced, so a rehydration (or any write) in between stops the delete
-there, and whatever it removed is restored from the bundle. Restores write events with
+``_delete_archived_rows`` deletes only while the chat is archived at the expected revision,
+checked by ``If-Match`` on the session version read at that moment: each batch of up to
+200 deletes is conditional on the version the previous one produced, so a rehydration (or
+any write) in between stops the delete there, and whatever it removed is restored from
+the bundle. Restores write events with
 their original ``seq`` as explicit sequence ids (the service's import mode) and skip
 messages already stored, so a rerun after a crash is harmless. Archived ids are recorded
 as ``archived:<uuid>`` sessions under the chat's ``//loc/`` prefix (written for real, not
@@ -53,9 +54,9 @@ class ArchivePrimitives(MessagePrimitives):
     @mapped
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
         found = await self._chat_session(chat_id, include_deleted=False)
-        if found is None or found[1].status is not ChatStatus.ARCHIVED:
+        if found is None:
             return 0
-        return await self._delete_events_while(found[0])
+        return await self._delete_events_while(found[0], conditional=False)
 
     @mapped
     async def _delete_archived_rows(
@@ -69,9 +70,14 @@ class ArchivePrimitives(MessagePrimitives):
             return None
         return {"messages": await self._delete_events_while(session), "steps": 0}
 
-    async def _delete_events_while(self, session: Session) -> int:
-        """Delete every event of the session, each batch conditional on the last version."""
-        version, heads = session.version, 0
+    async def _delete_events_while(self, session: Session, *, conditional: bool = True) -> int:
+        """Delete every event of the session; return how many were message heads.
+
+        With ``conditional``, each batch is conditional on the version the previous one
+        left (the first on ``session.version``): a write by anyone else stops the delete.
+        """
+        version: int | None = session.version if conditional else None
+        heads = 0
         while True:
             events = await self.service.list_events(
                 self.space_id, session.session_id, limit=MAX_BATCH
@@ -80,11 +86,12 @@ class ArchivePrimitives(MessagePrimitives):
                 return heads
             ids = [e.event_id for e in events]
             try:
-                version = await self.service.delete_events(
+                written = await self.service.delete_events(
                     self.space_id, session.session_id, ids, hard=True, if_match=version
                 )
             except ConflictError:
                 return heads
+            version = written if conditional else None
             heads += sum(1 for e in events if e.event_type in MESSAGE_TYPES)
             self._hot_sessions.pop(session.session_id)
 

@@ -6,9 +6,11 @@ import asyncio
 import base64
 import json
 import random
+import weakref
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from threadkeep import Chat, ChatStatus, InvalidArgument, Store, participant_id
 
@@ -57,6 +59,7 @@ class MemServiceBase(Store):
         self._locators_: LocatorIndex | None = None
         self._registry_: ChatSessionRegistry | None = None
         self._hot_sessions: LRUCache[str, Session] = LRUCache(cache_size)
+        self._locks: weakref.WeakValueDictionary[UUID, asyncio.Lock] = weakref.WeakValueDictionary()
         self._rng = random.Random()
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -108,8 +111,16 @@ class MemServiceBase(Store):
         return self._registry_
 
     async def _backoff(self, attempt: int) -> None:
-        # Jittered, tiny: concurrent writers of one chat retry their If-Match writes.
-        await asyncio.sleep(self._rng.random() * min(0.002 * attempt, 0.02))
+        # Full jitter, exponential, capped at 50 ms: writers in other replicas retrying
+        # their If-Match writes spread out instead of colliding again.
+        await asyncio.sleep(self._rng.random() * min(0.001 * 2**attempt, 0.05))
+
+    def _chat_lock(self, chat_id: UUID) -> asyncio.Lock:
+        """Return the in-process lock that queues this instance's appends to one chat."""
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = self._locks[chat_id] = asyncio.Lock()
+        return lock
 
     # -- chats as sessions ---------------------------------------------------------------
 

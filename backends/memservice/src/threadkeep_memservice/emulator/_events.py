@@ -137,10 +137,12 @@ class EventOps(SessionOps):
 
         Returns:
             The events found, ids first then keys, in request order; missing ones are
-            left out.
+            left out. ``include_deleted`` also returns soft-deleted events, and reads a
+            soft-deleted (not yet expired) session.
 
         Raises:
-            NotFoundError: If the session is missing or soft-deleted.
+            NotFoundError: If the session is missing, or soft-deleted without
+                ``include_deleted``.
             ValidationError: If nothing or more than 200 is asked for.
         """
         args = {
@@ -152,7 +154,7 @@ class EventOps(SessionOps):
         }
 
         def apply() -> list[Event]:
-            _, row = self._session_row(space_id, session_id)
+            _, row = self._session_row(space_id, session_id, include_deleted=include_deleted)
             check_batch([*event_ids, *dedup_keys], "get_events")
             wanted = [*event_ids, *(row.event_keys.get(k) for k in dedup_keys)]
             found: list[Event] = []
@@ -186,10 +188,12 @@ class EventOps(SessionOps):
             before: Keep ``sequence_id < before``.
             limit: At most this many (1 to 200).
             descending: Newest first.
-            include_deleted: Also return soft-deleted (not yet expired) events.
+            include_deleted: Also return soft-deleted (not yet expired) events, and read a
+                soft-deleted (not yet expired) session.
 
         Raises:
-            NotFoundError: If the session is missing or soft-deleted.
+            NotFoundError: If the session is missing, or soft-deleted without
+                ``include_deleted``.
             ValidationError: If ``limit`` is out of range.
         """
         args = {
@@ -204,7 +208,7 @@ class EventOps(SessionOps):
         }
 
         def apply() -> list[Event]:
-            _, row = self._session_row(space_id, session_id)
+            _, row = self._session_row(space_id, session_id, include_deleted=include_deleted)
             _check_limit(limit)
             types = None if event_types is None else frozenset(event_types)
             found: list[Event] = []

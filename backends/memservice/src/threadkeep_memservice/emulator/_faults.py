@@ -84,6 +84,7 @@ class FaultTable:
     def __init__(self, seed: int = 0) -> None:
         self.rng = random.Random(seed)
         self._rules: list[FaultRule] = []
+        self._holds: dict[int, int] = {}
         self._lock = threading.Lock()
 
     @property
@@ -92,19 +93,34 @@ class FaultTable:
         return tuple(self._rules)
 
     def add(self, *rules: FaultRule) -> None:
-        """Append rules to the table."""
+        """Append rules to the table; adding a rule that is there already holds it once more.
+
+        Several clients (stores) may install the same rule object: it stays in the table
+        until each of them has removed it.
+        """
         with self._lock:
-            self._rules.extend(rules)
+            for rule in rules:
+                held = self._holds.get(id(rule), 0)
+                if not held:
+                    self._rules.append(rule)
+                self._holds[id(rule)] = held + 1
 
     def remove(self, *rules: FaultRule) -> None:
-        """Remove rules (by identity); rules not in the table are ignored."""
+        """Release rules (by identity); a rule leaves once every holder removed it."""
         with self._lock:
-            self._rules = [r for r in self._rules if all(r is not gone for gone in rules)]
+            for rule in rules:
+                held = self._holds.get(id(rule), 0)
+                if held > 1:
+                    self._holds[id(rule)] = held - 1
+                elif held == 1:
+                    del self._holds[id(rule)]
+                    self._rules = [r for r in self._rules if r is not rule]
 
     def clear(self) -> None:
         """Remove every rule."""
         with self._lock:
             self._rules.clear()
+            self._holds.clear()
 
     def reseed(self, seed: int) -> None:
         """Restart the random source from ``seed``."""

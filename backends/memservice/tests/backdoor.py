@@ -1,0 +1,98 @@
+"""Reading what the emulator stores without the driver's read path (the contract back door).
+
+Decoding is written here again on purpose (placeholder codec, chunks): a bug in the
+driver's own decoder must not hide a bug in what it wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+from uuid import UUID
+
+from threadkeep_contract_tests import RawChat, RawMessage
+from threadkeep_memservice import MemServiceStore
+from threadkeep_memservice.emulator import Event, MemoryService, Session
+
+ZERO_WIDTH = "\u200b"
+
+
+def plain(value: Any) -> Any:
+    """Undo the placeholder codec: a leading zero-width space is dropped, once."""
+    if isinstance(value, str):
+        return value[1:] if value.startswith(ZERO_WIDTH) else value
+    if isinstance(value, dict):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+async def chat_sessions(service: MemoryService, space_id: str) -> list[Session]:
+    found: list[Session] = []
+    before = None
+    while True:
+        batch = await service.list_sessions(
+            space_id, description_prefix="//chat/", before=before, limit=200, include_deleted=True
+        )
+        found += batch
+        if len(batch) < 200:
+            return found
+        before = batch[-1].sequence_id
+
+
+async def all_events(service: MemoryService, space_id: str, session_id: str) -> list[Event]:
+    found: list[Event] = []
+    after = None
+    while True:
+        batch = await service.list_events(
+            space_id, session_id, after=after, limit=200, include_deleted=True
+        )
+        found += batch
+        if len(batch) < 200:
+            return found
+        after = batch[-1].sequence_id
+
+
+def head_body(head: Event, chunks: dict[str, Event]) -> dict[str, Any]:
+    """The message body of a head event, inline or reassembled from its chunks."""
+    if "message" in head.body:
+        return dict(plain(head.body["message"]))
+    raw = b"".join(base64.b64decode(chunks[k].body["data"]) for k in head.body["chunks"]["keys"])
+    return dict(json.loads(raw.decode("utf-8")))
+
+
+async def raw_chats(store: MemServiceStore) -> list[RawChat]:
+    sessions = await chat_sessions(store.service, store.space_id)
+    chats = []
+    for session in sessions:
+        body = plain(session.metadata["chat"])
+        deleted = body.get("deleted_at") is not None or session.deleted_at is not None
+        chats.append(RawChat.from_body(body, deleted=deleted))
+    return chats
+
+
+async def raw_messages(store: MemServiceStore, chat_id: UUID) -> list[RawMessage]:
+    service, space_id = store.service, store.space_id
+    sessions = await service.list_sessions(
+        space_id, description_prefix=f"//chat/{chat_id}/", limit=1, include_deleted=True
+    )
+    if not sessions:
+        return []
+    events = await all_events(service, space_id, sessions[0].session_id)
+    chunks = {str(e.dedup_key): e for e in events if e.event_type == "chunk"}
+    rows = []
+    for head in events:
+        if head.event_type not in ("message", "boundary"):
+            continue
+        cols = plain(head.body["cols"])
+        rows.append(
+            RawMessage.from_body(
+                head_body(head, chunks),
+                chat_id=chat_id,
+                seq=head.sequence_id,
+                hidden=cols["deleted_at"] is not None,
+            )
+        )
+    return rows
