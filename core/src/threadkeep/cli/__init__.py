@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "threadkeep.cli._demo",
     "threadkeep.cli._import",
     "threadkeep.cli._read",
+    "threadkeep.cli._archive",
 )
 """Modules whose ``register(app)`` adds their commands, in help order."""
 

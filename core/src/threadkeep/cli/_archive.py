@@ -1,0 +1,129 @@
+"""Archive commands: ``threadkeep archive --older-than 30d``, ``threadkeep restore CHAT_ID``.
+
+``archive`` moves every live, active chat idle longer than ``--older-than`` to the cold
+archive (``--archive-url``, else ``THREADKEEP_ARCHIVE_URL``, else the settings file's
+``archive_url``), with a progress bar on stderr. Reading an archived chat later needs no
+flag: its ``archive_ref`` names the bundle (docs/archive.md).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any
+from uuid import UUID
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .._archive import ArchiveResult, open_archiver
+from ._app import (
+    JsonOption,
+    UrlOption,
+    opened_store,
+    print_json,
+    run,
+    stderr_console,
+    stdout_console,
+)
+
+__all__ = ["archive", "parse_duration", "register", "restore"]
+
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+
+ArchiveUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--archive-url",
+        help=(
+            "Archive URL, file:///path or s3://bucket/prefix. Default: "
+            "$THREADKEEP_ARCHIVE_URL, then archive_url in the settings file."
+        ),
+        show_default=False,
+    ),
+]
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse ``30d``, ``12h``, ``90m``, ``45s`` or ``2w`` into a ``timedelta``.
+
+    Raises:
+        typer.BadParameter: If ``text`` is not a number followed by one of s, m, h, d, w.
+    """
+    match = _DURATION.match(text)
+    if match is None:
+        msg = f"{text!r} is not a duration like 30d, 12h, 90m, 45s or 2w"
+        raise typer.BadParameter(msg)
+    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+
+
+def archive(
+    older_than: Annotated[
+        str,
+        typer.Option("--older-than", help="Archive chats idle longer than this (30d, 12h, 0d)."),
+    ],
+    archive_url: ArchiveUrlOption = None,
+    limit: Annotated[
+        int | None,
+        typer.Option("--limit", min=1, help="Archive at most this many chats.", show_default=False),
+    ] = None,
+    url: UrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Move idle chats to the cold archive (one verified bundle per chat)."""
+    idle = parse_duration(older_than)
+    results = run(_archive_idle(url, archive_url, idle, limit))
+    if as_json:
+        print_json({"archived": [r.model_dump(mode="json") for r in results]})
+        return
+    messages = sum(r.messages for r in results)
+    size = sum(r.size for r in results)
+    stdout_console().print(
+        f"archived {len(results)} chat(s): {messages} message(s), {size} bytes compressed"
+    )
+
+
+async def _archive_idle(
+    url: str | None, archive_url: str | None, idle: timedelta, limit: int | None
+) -> list[ArchiveResult]:
+    async with opened_store(url) as store, open_archiver(store, archive_url) as archiver:
+        total = await archiver.count_idle(idle)
+        if limit is not None:
+            total = min(total, limit)
+        console = stderr_console()
+        columns: list[Any] = [
+            TextColumn("archiving"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        ]
+        with Progress(*columns, console=console, disable=not console.is_terminal) as progress:
+            task = progress.add_task("archive", total=total)
+            return await archiver.archive_idle(
+                idle, limit=limit, progress=lambda _: progress.advance(task)
+            )
+
+
+def restore(
+    chat_id: Annotated[UUID, typer.Argument(help="The chat's id.", show_default=False)],
+    url: UrlOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Undelete a chat and bring it back from the archive into the hot store."""
+
+    async def go() -> Any:
+        async with opened_store(url) as store:
+            return await store.restore_chat(chat_id)
+
+    chat = run(go())
+    if as_json:
+        print_json(chat.model_dump(mode="json"))
+        return
+    stdout_console().print(f"chat {chat.chat_id} is {chat.status.value}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``archive`` and ``restore`` to ``app``."""
+    app.command("archive")(archive)
+    app.command("restore")(restore)
