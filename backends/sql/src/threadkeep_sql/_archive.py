@@ -1,4 +1,9 @@
-"""Hot-row primitives cold archiving needs (capability ``archive``): scan, delete, restore."""
+"""Hot-row primitives cold archiving needs (capability ``archive``).
+
+Scan, delete and restore messages and steps; delete an archived chat's rows atomically on
+its revision; and the archived-id index (``archived_ids``) that lets lookups by id find an
+archived chat.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,10 @@ from uuid import UUID
 
 import sqlalchemy as sa
 
-from threadkeep import Message, Step
+from threadkeep import ChatStatus, Message, Step
 
 from ._base import SqlBase, ref_values
-from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages, steps
+from ._schema import MESSAGE_COLUMNS, archived_ids, chats, message_refs, messages, steps
 
 __all__ = ["ArchiveMixin", "step_values"]
 
@@ -63,6 +68,50 @@ class ArchiveMixin(SqlBase):
             await conn.execute(sa.delete(message_refs).where(message_refs.c.chat_id == chat_id))
             result = await conn.execute(sa.delete(messages).where(_m.chat_id == chat_id))
         return result.rowcount
+
+    async def _delete_archived_rows(
+        self, chat_id: UUID, expected_revision: int
+    ) -> dict[str, int] | None:
+        archived = (
+            sa.select(_c.seq)
+            .where(
+                _c.chat_id == chat_id,
+                _c.status == ChatStatus.ARCHIVED.value,
+                _c.revision == expected_revision,
+            )
+            .with_for_update()
+        )
+        async with self._db.transaction() as conn:
+            if (await conn.execute(archived)).first() is None:
+                return None
+            await conn.execute(sa.delete(message_refs).where(message_refs.c.chat_id == chat_id))
+            removed = await conn.execute(sa.delete(messages).where(_m.chat_id == chat_id))
+            removed_steps = await conn.execute(sa.delete(steps).where(steps.c.chat_id == chat_id))
+            await conn.execute(
+                sa.update(chats).where(_c.chat_id == chat_id).values(revision=_c.revision + 1)
+            )
+        return {"messages": removed.rowcount, "steps": removed_steps.rowcount}
+
+    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+        wanted = list(dict.fromkeys(item_ids))
+        if not wanted:
+            return 0
+        known = sa.select(archived_ids.c.item_id).where(archived_ids.c.item_id.in_(wanted))
+        insert = self._upsert(archived_ids).on_conflict_do_nothing(
+            index_elements=[archived_ids.c.item_id]
+        )
+        async with self._db.transaction() as conn:
+            stored = set((await conn.execute(known)).scalars().all())
+            fresh = [{"item_id": i, "chat_id": chat_id} for i in wanted if i not in stored]
+            if fresh:
+                await conn.execute(insert, fresh)
+        return len(fresh)
+
+    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+        stmt = sa.select(archived_ids.c.chat_id).where(archived_ids.c.item_id == item_id)
+        async with self._db.read() as conn:
+            chat_id: UUID | None = (await conn.execute(stmt)).scalar()
+        return chat_id
 
     async def _restore_messages(self, chat_id: UUID, messages_: Sequence[Message]) -> int:
         async with self._db.transaction() as conn:

@@ -11,7 +11,17 @@ from threadkeep import Chat, ChatFilter, Conflict, Share, chat_matches
 
 from ._base import SqlBase
 from ._errors import map_native_errors
-from ._schema import CHAT_COLUMNS, chats, escape_key, message_refs, messages, runs, settings, steps
+from ._schema import (
+    CHAT_COLUMNS,
+    archived_ids,
+    chats,
+    escape_key,
+    message_refs,
+    messages,
+    runs,
+    settings,
+    steps,
+)
 
 __all__ = ["ChatsMixin", "chat_filter_clauses", "needs_recheck"]
 
@@ -46,9 +56,8 @@ def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.Column
 
     The keyword is matched against ``name_folded`` (``name.casefold()``, written with the
     chat) with ``strpos``/``instr``: a case-folded substring test with no LIKE wildcards to
-    escape. Key columns are stored escaped (``escape_key``); for a keyword holding a backslash
-    or U+0000 the escaped test can also match across an escape, so the caller re-checks
-    those rows with ``chat_matches`` (see :func:`needs_recheck`).
+    escape. Key columns are stored escaped (``escape_key``), so some keywords can also match
+    part of an escape; the caller re-checks those (see :func:`needs_recheck`).
     """
     c = chats.c
     clauses: list[sa.ColumnElement[bool]] = []
@@ -82,9 +91,14 @@ def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.Column
 
 
 def needs_recheck(chat_filter: ChatFilter) -> bool:
-    """Return whether SQL may over-match this filter (a keyword with an escaped character)."""
+    r"""Return whether SQL may over-match this filter.
+
+    A name's U+0000 is stored as ``\0`` and its backslash as ``\\``, so a keyword
+    holding ``0``, a backslash or U+0000 can match part of an escape; those pages are
+    re-checked in Python with ``chat_matches`` (exact, at the cost of reading on).
+    """
     keyword = chat_filter.keyword
-    return keyword is not None and escape_key(keyword) != keyword
+    return keyword is not None and any(ch in keyword for ch in ("0", "\\", "\x00"))
 
 
 class ChatsMixin(SqlBase):
@@ -184,6 +198,7 @@ class ChatsMixin(SqlBase):
                 ("messages", messages),
                 ("steps", steps),
                 ("runs", runs),
+                ("archived_ids", archived_ids),
                 ("chats", chats),
             ):
                 result = await conn.execute(sa.delete(table).where(table.c.chat_id == chat_id))

@@ -260,7 +260,7 @@ class MessagesMixin(SqlBase):
         now: datetime,
     ) -> list[tuple[Message, bool]] | None:
         """Append inside a write transaction: lock the chat, check agui ids, insert, bump."""
-        next_seq = (await conn.execute(_LOCK_HOT_CHAT, {"chat_id": chat_id})).scalar()
+        next_seq = await self._lock_hot_chat(conn, chat_id)
         if next_seq is None:
             return None
         existing = await self._stored_by_agui(conn, chat_id, items)
@@ -290,6 +290,11 @@ class MessagesMixin(SqlBase):
                 _BUMP_CHAT, {"b_chat_id": chat_id, "b_next_seq": next_seq, "now": now}
             )
         return results
+
+    async def _lock_hot_chat(self, conn: AsyncConnection, chat_id: UUID) -> int | None:
+        """Lock a live, hot chat's row for this transaction; return its next seq or ``None``."""
+        next_seq: int | None = (await conn.execute(_LOCK_HOT_CHAT, {"chat_id": chat_id})).scalar()
+        return next_seq
 
     async def _stored_by_agui(
         self, conn: AsyncConnection, chat_id: UUID, items: Sequence[PreparedMessage]

@@ -16,7 +16,7 @@ from ._archive import step_values
 from ._base import SqlBase
 from ._schema import chats, message_refs, messages, runs, steps
 
-__all__ = ["RunsMixin"]
+__all__ = ["RunsMixin", "run_values"]
 
 _SAVE_ATTEMPTS = 4
 _s, _rn = steps.c, runs.c
@@ -35,7 +35,8 @@ _RESERVE_STEP_SEQS = (
 )
 
 
-def _run_values(run: Run, body: str) -> dict[str, Any]:
+def run_values(run: Run, body: str) -> dict[str, Any]:
+    """Return the ``runs`` columns a write of ``run`` sets (not the key or revision)."""
     return {
         "status": run.status.value,
         "lease_expires_at": run.lease_expires_at,
@@ -189,7 +190,7 @@ class RunsMixin(SqlBase):
 
     async def _insert_run(self, run: Run) -> Run:
         values = {
-            **_run_values(run, self.record_body(run)),
+            **run_values(run, self.record_body(run)),
             "chat_id": run.chat_id,
             "run_id": run.run_id,
             "revision": run.revision,
@@ -216,7 +217,7 @@ class RunsMixin(SqlBase):
                 _rn.run_id == run.run_id,
                 _rn.revision == expected_revision,
             )
-            .values(**_run_values(run, self.record_body(run)), revision=expected_revision + 1)
+            .values(**run_values(run, self.record_body(run)), revision=expected_revision + 1)
             .returning(*_RUN_COLUMNS)
         )
         async with self._db.write() as conn:

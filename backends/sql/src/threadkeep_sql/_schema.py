@@ -21,7 +21,8 @@ Layout (SPEC sections 2 and 5):
 - ``message_refs``: the side index of nested tool-call and reasoning ids and agui ids, one
   row per nested item, written in the same transaction (or statement) as its message.
 - ``steps``, ``runs``: the ``steps`` capability; ``settings``: one row per key (the cursor
-  secret).
+  secret); ``archived_ids``: which chat an archived message, tool call or reasoning id
+  belongs to, so lookups by id can find (and rehydrate) an archived chat.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "CHAT_COLUMNS",
     "MESSAGE_COLUMNS",
     "KeyText",
+    "archived_ids",
     "chats",
     "escape_key",
     "message_refs",
@@ -178,6 +180,13 @@ runs = sa.Table(
     sa.Column("body", sa.Text(), nullable=False),
 )
 
+archived_ids = sa.Table(
+    "archived_ids",
+    metadata,
+    sa.Column("item_id", sa.Uuid(), primary_key=True),
+    sa.Column("chat_id", sa.Uuid(), nullable=False),
+)
+
 settings = sa.Table(
     "settings",
     metadata,
@@ -225,6 +234,7 @@ sa.Index(
     postgresql_where=message_refs.c.agui_id.isnot(None),
     sqlite_where=message_refs.c.agui_id.isnot(None),
 )
+sa.Index("ix_archived_ids_chat", archived_ids.c.chat_id)
 sa.Index("ux_steps_chat_seq", steps.c.chat_id, steps.c.seq, unique=True)
 sa.Index("ix_steps_run", steps.c.chat_id, steps.c.run_id, steps.c.seq)
 sa.Index("ix_steps_stack", steps.c.stack_id, steps.c.seq)

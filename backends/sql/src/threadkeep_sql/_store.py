@@ -33,10 +33,10 @@ from threadkeep import BackendUnavailable, Capabilities
 
 from ._archive import ArchiveMixin
 from ._chats import ChatsMixin
+from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
-from ._messages import MessagesMixin, _last_messages_statement
+from ._messages import _last_messages_statement
 from ._migrate import upgrade_to_head
-from ._runs import RunsMixin
 
 __all__ = ["SqlStore"]
 
@@ -51,7 +51,7 @@ def _require_folder(database: str | None) -> None:
         raise BackendUnavailable(msg + "; create it or choose another path")
 
 
-class SqlStore(ChatsMixin, MessagesMixin, ArchiveMixin, RunsMixin):
+class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),
