@@ -23,6 +23,7 @@ PART_SIZE = 8 << 20
 
 _READ_CHUNK = 1 << 20
 _LOADER: Any = None
+_SEEN_BUCKETS: set[tuple[str | None, str]] = set()
 
 
 def _session() -> Any:
@@ -95,9 +96,14 @@ class S3Archive:
         client = await stack.enter_async_context(
             _session().create_client("s3", config=self._config)
         )
+        # The bucket is checked once per process and endpoint (a round trip of ~0.1 s on
+        # some servers; rehydration opens an archive per chat). Later failures still map.
+        seen = (client.meta.endpoint_url, self.bucket)
         try:
-            with map_s3_errors(f"s3://{self.bucket}", missing="bucket"):
-                await client.head_bucket(Bucket=self.bucket)
+            if seen not in _SEEN_BUCKETS:
+                with map_s3_errors(f"s3://{self.bucket}", missing="bucket"):
+                    await client.head_bucket(Bucket=self.bucket)
+                _SEEN_BUCKETS.add(seen)
         except BaseException:
             await stack.aclose()
             raise
