@@ -133,7 +133,9 @@ def _siblings(path: Path) -> list[Path]:
     return sorted(
         p
         for p in path.parent.iterdir()
-        if p != path and (m := _PAIRED.match(p.name)) and (m["stem"], m["kind"]) == (match["stem"], other)
+        if p != path
+        and (m := _PAIRED.match(p.name))
+        and (m["stem"], m["kind"]) == (match["stem"], other)
     )
 
 
@@ -319,7 +321,9 @@ async def _import_run(store: Store, user_id: str, run: _Run, chats: set[str]) ->
             store, chat.chat_id, run.request.messages, context, run_id=run.run_id, accept_any=True
         )
         await store.append_messages(chat.chat_id, history)
-    agent = StorageAgent(_Replay(run.events), store, user_id=user_id, write_policy="buffered", owner=_OWNER)
+    agent = StorageAgent(
+        _Replay(run.events), store, user_id=user_id, write_policy="buffered", owner=_OWNER
+    )
     base = run.request or RunAgentInput(thread_id=run.thread_key, run_id=run.run_id, messages=[])
     replay_input = base.model_copy(
         update={"thread_id": run.thread_key, "run_id": run.run_id, "messages": []}

@@ -307,7 +307,8 @@ class StorageAgent(EventFolder):
     async def _close(self, state: FoldState, end: _End) -> None:
         if state.outcome is None:
             state.error = state.error or end.error
-            await self.end_run_records(state, end.status)
+        # The first terminal event decided the outcome; records opened after it end too.
+        await self.end_run_records(state, state.outcome or end.status)
         assert state.outcome is not None
         if state.outcome is RunStatus.ERRORED and self.on_error == "discard":
             try:

@@ -130,7 +130,7 @@ class EventFolder(NestedHandlers, ExtraHandlers):
 
         ``RUN_FINISHED`` keeps its ``outcome``, ``result`` and token ``usage`` in the run's
         metadata (``agui_outcome``, ``agui_result``, ``agui_usage``); ``RUN_ERROR`` its
-        ``code`` (``agui_error_code``) and message (the run's ``error``).
+        ``code`` (``agui_error_code``), ``usage`` and message (the run's ``error``).
         """
         if isinstance(event, RunStartedEvent):
             if event.parent_run_id:
@@ -155,6 +155,8 @@ class EventFolder(NestedHandlers, ExtraHandlers):
             state.error = event.message
             if event.code:
                 state.run_metadata["agui_error_code"] = event.code
+            if event.usage is not None:
+                state.run_metadata["agui_usage"] = _jsonable(event.usage)
             await self.end_run_records(state, RunStatus.ERRORED)
 
     async def end_run_records(self, state: FoldState, status: RunStatus) -> None:
@@ -200,7 +202,7 @@ class EventFolder(NestedHandlers, ExtraHandlers):
     async def handle_text_message(self, state: FoldState, event: BaseEvent) -> None:
         """Fold ``TEXT_MESSAGE_*`` events onto one message record (see the module docstring)."""
         if isinstance(event, TextMessageStartEvent):
-            record = await self.text_record(state, event.message_id, event.role)
+            record = await self.text_record(state, event.message_id, event.role, start=True)
             if event.name:
                 record.message.metadata = {**record.message.metadata, "agui_name": event.name}
         elif isinstance(event, TextMessageContentEvent):
@@ -211,11 +213,18 @@ class EventFolder(NestedHandlers, ExtraHandlers):
         elif isinstance(event, TextMessageChunkEvent):
             await self.fold_text_chunk(state, event)
 
-    async def text_record(self, state: FoldState, agui_id: str, role: str | None) -> Record:
-        """Return the run's record for a text message, opening it when needed."""
-        record = state.records.get(agui_id)
-        if record is None:
-            record = await self.open_record(state, agui_id=agui_id, role=Role(role or "assistant"))
+    async def text_record(
+        self, state: FoldState, agui_id: str, role: str | None, *, start: bool = False
+    ) -> Record:
+        """Return the run's open record for a text message, opening it when needed.
+
+        A start for an id whose record ended begins a new record; a delta for it reopens it.
+        """
+        record = state.record_for(agui_id)
+        if record is None or (start and not record.open):
+            record = await self.open_record(
+                state, agui_id=agui_id, role=Role(role or "assistant"), reopen=not start
+            )
         state.last_key = record.key
         return record
 
@@ -227,24 +236,26 @@ class EventFolder(NestedHandlers, ExtraHandlers):
 
     async def fold_text_chunk(self, state: FoldState, event: TextMessageChunkEvent) -> None:
         """Fold a ``TEXT_MESSAGE_CHUNK`` (a new id, or the first chunk, opens a message)."""
-        agui_id = event.message_id or state.text_chunk
-        if state.text_chunk is not None and agui_id != state.text_chunk:
+        current = state.records.get(state.text_chunk) if state.text_chunk else None
+        if current is not None and event.message_id not in (None, current.message.agui_id):
             await self.close_text_chunk(state)
-        if agui_id is None:
-            record = await self.open_record(
-                state, agui_id=None, role=Role(event.role or "assistant")
-            )
-            agui_id = record.key
+            current = None
+        if current is not None:
+            record = current
+        elif event.message_id:
+            record = await self.text_record(state, event.message_id, event.role)
         else:
-            await self.text_record(state, agui_id, event.role)
-        state.text_chunk = agui_id
+            role = Role(event.role or "assistant")
+            record = await self.open_record(state, agui_id=None, role=role)
+        state.text_chunk = state.last_key = record.key
         if event.delta:
-            await self.append_text(state, agui_id, event.delta)
+            record.content.append(event.delta)
+            await state.writer.record_delta(state, record)
 
     async def close_text_chunk(self, state: FoldState) -> None:
         """End the message a chunk opened."""
         key, state.text_chunk = state.text_chunk, None
-        record = state.records.get(key or "")
+        record = state.records.get(key) if key is not None else None
         if record is not None and record.open:
             await self.finish(state, record, MessageStatus.COMPLETE)
 

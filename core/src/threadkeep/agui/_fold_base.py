@@ -121,14 +121,17 @@ class FoldBase:
         role: Role,
         tool_host: bool = False,
         write: bool = True,
+        reopen: bool = True,
     ) -> Record:
-        """Return the run's record for ``agui_id`` (reopened if it ended), or start one.
+        """Return the run's record for ``agui_id``, or start one.
 
-        A new record is written at once under the ``incremental`` policy (a boundary),
-        unless ``write`` is false (the caller fills it and ends it first).
+        A record of that id that ended is reopened, or with ``reopen=False`` a new record
+        starts (an id used again, as by a ``TEXT_MESSAGE_START``). A new record is written at
+        once under the ``incremental`` policy (a boundary), unless ``write`` is false (the
+        caller fills it and ends it first).
         """
-        if agui_id and agui_id in state.records:
-            record = state.records[agui_id]
+        record = state.record_for(agui_id)
+        if record is not None and (record.open or reopen):
             if not record.open:
                 record.open = True
                 record.message.status = MessageStatus.ACTIVE
@@ -136,7 +139,7 @@ class FoldBase:
             return record
         message = self.build_message_create(state, agui_id=agui_id, role=role)
         record = Record(message=message, key=state.new_key(agui_id), tool_host=tool_host)
-        state.records[record.key] = record
+        state.add_record(record)
         if write:
             await state.writer.record_boundary(state, record)
         return record

@@ -54,7 +54,7 @@ class ExtraHandlers(FoldBase):
         """Store an activity message's content, replaced by snapshots, patched by deltas."""
         if not isinstance(event, ActivitySnapshotEvent | ActivityDeltaEvent):
             return
-        record = state.records.get(event.message_id)
+        record = state.record_for(event.message_id)
         if isinstance(event, ActivitySnapshotEvent):
             if record is not None and event.replace is False:
                 return
@@ -79,7 +79,7 @@ class ExtraHandlers(FoldBase):
         if not isinstance(event, MessagesSnapshotEvent):
             return
         for message in event.messages:
-            if message.id in state.records or await self._stored(state, message.id):
+            if state.record_for(message.id) or await self._stored(state, message.id):
                 continue
             stored = message_from_agui(message, run_id=state.run_id)
             record = await self.open_record(

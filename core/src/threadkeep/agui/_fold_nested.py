@@ -99,8 +99,9 @@ class NestedHandlers(FoldBase):
     async def tool_host(self, state: FoldState, parent_id: str | None) -> Record:
         """Return the message a new tool call belongs in (see the module docstring)."""
         if parent_id:
-            if parent_id in state.records:
-                return state.records[parent_id]
+            parent = state.record_for(parent_id)
+            if parent is not None:
+                return parent
             return await self.open_record(
                 state, agui_id=parent_id, role=Role.ASSISTANT, tool_host=True
             )
@@ -262,8 +263,7 @@ class NestedHandlers(FoldBase):
             key, reasoning_id = state.reasoning_hosts[entity]
             state.records[key].reasoning(reasoning_id).encrypted_value = event.encrypted_value
             await self.boundary(state, state.records[key])
-        elif entity in state.records:
-            record = state.records[entity]
+        elif (record := state.record_for(entity)) is not None:
             record.message.metadata = {
                 **record.message.metadata,
                 "agui_encrypted_value": event.encrypted_value,

@@ -116,6 +116,7 @@ class FoldState:
     writer: RunWriter
     agent_id: str | None = None
     records: dict[str, Record] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
     tool_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
     reasoning_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
     open_reasoning_host: str | None = None
@@ -140,6 +141,17 @@ class FoldState:
         if agui_id and agui_id not in self.records:
             return agui_id
         return f"\x00{next(self._keys)}"
+
+    def add_record(self, record: Record) -> None:
+        """Keep a new record; its AG-UI id now names it (a reused id names the newest)."""
+        self.records[record.key] = record
+        if record.message.agui_id:
+            self.aliases[record.message.agui_id] = record.key
+
+    def record_for(self, agui_id: str | None) -> Record | None:
+        """Return the newest record of the run with this AG-UI id, or ``None``."""
+        key = self.aliases.get(agui_id) if agui_id else None
+        return self.records.get(key) if key is not None else None
 
     @property
     def active_step(self) -> str | None:
