@@ -65,3 +65,16 @@ async def test_timestamps_read_back_tz_aware_utc(store: SqlStore) -> None:
         assert value.utcoffset() is not None
         assert value.utcoffset().total_seconds() == 0
     assert read.created_at == stored.created_at
+
+
+async def test_empty_agui_id_is_an_id_and_none_is_not(store: SqlStore) -> None:
+    chat = await store.create_chat("u", "ids")
+    empty = await store.append_message(chat.chat_id, Message(role="user", content="e", agui_id=""))
+    plain = await store.append_messages(chat.chat_id, [Message(role="user", content="n")] * 2)
+    again = await store.append_messages(
+        chat.chat_id,
+        [Message(role="user", content="e", agui_id=""), Message(role="user", content="m")],
+    )
+    assert again[0].message_id == empty.message_id
+    assert len({m.message_id for m in [empty, *plain, again[1]]}) == 4
+    assert len((await store.list_messages(chat.chat_id)).items) == 4

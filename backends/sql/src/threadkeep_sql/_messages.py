@@ -268,12 +268,13 @@ class MessagesMixin(SqlBase):
         rows: list[dict[str, Any]] = []
         refs: list[dict[str, Any]] = []
         for item in items:
-            found = existing.get(item.message.agui_id or "")
+            agui_id = item.message.agui_id
+            found = None if agui_id is None else existing.get(agui_id)
             if found is not None:
                 fingerprint, stored = found
                 if fingerprint != item.fingerprint:
                     raise IdempotencyConflict(
-                        f"agui_id {item.message.agui_id!r} is stored in chat {chat_id} "
+                        f"agui_id {agui_id!r} is stored in chat {chat_id} "
                         f"(seq {stored.seq}) with a different payload; nothing was written"
                     )
                 results.append((stored, False))
