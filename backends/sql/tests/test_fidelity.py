@@ -70,7 +70,9 @@ async def test_timestamps_read_back_tz_aware_utc(store: SqlStore) -> None:
 async def test_empty_agui_id_is_an_id_and_none_is_not(store: SqlStore) -> None:
     chat = await store.create_chat("u", "ids")
     empty = await store.append_message(chat.chat_id, Message(role="user", content="e", agui_id=""))
-    plain = await store.append_messages(chat.chat_id, [Message(role="user", content="n")] * 2)
+    plain = await store.append_messages(
+        chat.chat_id, [Message(role="user", content="n") for _ in range(2)]
+    )
     again = await store.append_messages(
         chat.chat_id,
         [Message(role="user", content="e", agui_id=""), Message(role="user", content="m")],
