@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from uuid import UUID, uuid4
 
 import pytest
+
 from threadkeep import Store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 from threadkeep_memservice import MemServiceStore, locator_write_fault
