@@ -14,7 +14,7 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
-from .._models import MessageKind
+from .._models import ChatStatus, MessageKind
 from .._paging import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, ChatFilter, MessageFilter, Page
 from .._store import Store
 from ._app import (
@@ -101,17 +101,24 @@ def history(
 async def count_store(store: Store, chat_filter: ChatFilter | None = None) -> dict[str, int]:
     """Count chats, messages (boundary markers left out) and tool calls, page by page.
 
-    Reads pages of 200, never a whole table or chat at once, so memory stays flat.
+    Reads pages of 200, never a whole table or chat at once, so memory stays flat. Archived
+    chats are counted as chats but their messages are not read: reading them would bring
+    them back from the archive (SPEC section 3, "Cold archive").
 
     Returns:
-        ``{"chats": N, "messages": N, "tool_calls": N}``.
+        ``{"chats": N, "messages": N, "tool_calls": N}``, plus ``"archived_chats": N`` when
+        some chats are archived.
     """
     counts = {"chats": 0, "messages": 0, "tool_calls": 0}
+    archived = 0
     chat_cursor: str | None = None
     while True:
         chat_page = await store.list_chats(chat_filter, limit=MAX_PAGE_LIMIT, cursor=chat_cursor)
         for chat in chat_page.items:
             counts["chats"] += 1
+            if chat.status is ChatStatus.ARCHIVED:
+                archived += 1
+                continue
             cursor: str | None = None
             while True:
                 page = await store.list_messages(
@@ -123,7 +130,7 @@ async def count_store(store: Store, chat_filter: ChatFilter | None = None) -> di
                     break
                 cursor = page.next_cursor
         if not chat_page.has_more:
-            return counts
+            return counts | ({"archived_chats": archived} if archived else {})
         chat_cursor = chat_page.next_cursor
 
 
@@ -132,7 +139,10 @@ def stats(
     url: UrlOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Count live chats, their messages and tool calls (walks every page)."""
+    """Count live chats, their messages and tool calls (walks every page).
+
+    Archived chats are counted, their messages are not (reading would restore them).
+    """
 
     async def read() -> dict[str, int]:
         async with opened_store(url) as store:
@@ -142,10 +152,13 @@ def stats(
     if as_json:
         print_json(counts)
         return
-    typer.echo(
+    line = (
         f"{counts['chats']:,} chats, {counts['messages']:,} messages, "
         f"{counts['tool_calls']:,} tool calls"
     )
+    if counts.get("archived_chats"):
+        line += f" ({counts['archived_chats']:,} archived chats: their messages not counted)"
+    typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:
