@@ -19,7 +19,7 @@ from uuid import UUID
 from threadkeep import ChatStatus, Conflict, Message, PreparedMessage
 
 from ._base import ATTEMPTS
-from ._codec import MESSAGE_TYPES, columns, message_events
+from ._codec import CHUNK_TYPE, MESSAGE_TYPES, columns, message_events
 from ._errors import mapped
 from ._locators import LOCATOR_PREFIX
 from ._messages import MessagePrimitives
@@ -56,7 +56,7 @@ class ArchivePrimitives(MessagePrimitives):
         found = await self._chat_session(chat_id, include_deleted=False)
         if found is None:
             return 0
-        return await self._delete_events_while(found[0], conditional=False)
+        return await self._delete_typed(found[0], [*MESSAGE_TYPES, CHUNK_TYPE])
 
     @mapped
     async def _delete_archived_rows(
@@ -68,32 +68,42 @@ class ArchivePrimitives(MessagePrimitives):
         session, chat = found
         if chat.status is not ChatStatus.ARCHIVED or session.version != expected_revision:
             return None
-        return {"messages": await self._delete_events_while(session), "steps": 0}
+        return await self._delete_events_while(session)
 
-    async def _delete_events_while(self, session: Session, *, conditional: bool = True) -> int:
-        """Delete every event of the session; return how many were message heads.
+    async def _delete_events_while(self, session: Session) -> dict[str, int]:
+        """Delete every event of the session, each batch conditional on the last version.
 
-        With ``conditional``, each batch is conditional on the version the previous one
-        left (the first on ``session.version``): a write by anyone else stops the delete.
+        The first batch is conditional on ``session.version``: a write by anyone else
+        stops the delete there. Returns how many message heads and steps went.
         """
-        version: int | None = session.version if conditional else None
-        heads = 0
-        while True:
-            events = await self.service.list_events(
-                self.space_id, session.session_id, limit=MAX_BATCH
-            )
-            if not events:
-                return heads
+        version = session.version
+        counts = {"messages": 0, "steps": 0}
+        while events := await self.service.list_events(
+            self.space_id, session.session_id, limit=MAX_BATCH
+        ):
             ids = [e.event_id for e in events]
             try:
-                written = await self.service.delete_events(
+                version = await self.service.delete_events(
                     self.space_id, session.session_id, ids, hard=True, if_match=version
                 )
             except ConflictError:
-                return heads
-            version = written if conditional else None
-            heads += sum(1 for e in events if e.event_type in MESSAGE_TYPES)
-            self._hot_sessions.pop(session.session_id)
+                break
+            counts["messages"] += sum(e.event_type in MESSAGE_TYPES for e in events)
+            counts["steps"] += sum(e.event_type == "step" for e in events)
+        self._hot_sessions.pop(session.session_id)
+        return counts
+
+    async def _delete_typed(self, session: Session, types: list[str]) -> int:
+        """Hard-delete every event of these types; return how many were heads or steps."""
+        removed = 0
+        while events := await self.service.list_events(
+            self.space_id, session.session_id, event_types=types, limit=MAX_BATCH
+        ):
+            ids = [e.event_id for e in events]
+            await self.service.delete_events(self.space_id, session.session_id, ids, hard=True)
+            removed += sum(e.event_type != CHUNK_TYPE for e in events)
+        self._hot_sessions.pop(session.session_id)
+        return removed
 
     @mapped
     async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:

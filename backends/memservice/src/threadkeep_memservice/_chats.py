@@ -184,6 +184,8 @@ class ChatPrimitives(MemServiceBase):
         self._hot_sessions.pop(session.session_id)
         counts["chats"] = 1
         counts["messages"] = events.get("message", 0) + events.get("boundary", 0)
+        if events.get("step"):
+            counts["steps"] = events["step"]
         counts.update(await self._purge_chat_records(chat_id))
         return counts
 

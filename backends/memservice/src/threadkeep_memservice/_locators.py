@@ -36,8 +36,9 @@ __all__ = [
     "chat_description",
 ]
 
-LocatorKind = Literal["chat", "message", "tool_call", "reasoning", "archived"]
-"""What a locator points at; ``archived`` records the chat of an archived message id."""
+LocatorKind = Literal["chat", "message", "tool_call", "reasoning", "archived", "step"]
+"""What a locator points at; ``archived`` records the chat of an archived message id and
+``step`` the chat of a step (both written for real, not best effort)."""
 
 CHAT_PREFIX = "//chat/"
 """Description prefix of chat sessions (``//chat/<chat_id>/``)."""

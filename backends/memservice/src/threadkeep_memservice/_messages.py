@@ -18,9 +18,7 @@ from threadkeep import message_matches as matches
 from ._appends import AppendPrimitives
 from ._base import ATTEMPTS, is_hot
 from ._codec import (
-    CHUNK_TYPE,
     agui_event_key,
-    chunk_keys_of,
     columns,
     columns_of,
     encode_strings,
@@ -29,7 +27,7 @@ from ._codec import (
 from ._errors import mapped
 from ._locators import Location
 from ._reads import Visible, batched, is_hidden
-from .emulator import ConflictError, Event, EventPatch, MemServiceError, NotFoundError, Session
+from .emulator import ConflictError, Event, EventPatch, NotFoundError, Session
 
 __all__ = ["MessagePrimitives"]
 
@@ -189,7 +187,7 @@ class MessagePrimitives(AppendPrimitives):
         prepared: PreparedMessage,
         now: datetime,
     ) -> Message:
-        """Write ``prepared`` over the head event (new chunks first, old ones dropped after)."""
+        """Write ``prepared`` over the head event, swapping its chunks, in one atomic batch."""
         cols = columns(
             prepared.message,
             revision=current.revision + 1,
@@ -199,18 +197,15 @@ class MessagePrimitives(AppendPrimitives):
             fingerprint=prepared.fingerprint,
         )
         new_head, *chunks = message_events(prepared, cols)
-        session_id, version = session.session_id, session.version
-        if chunks:
-            _, version = await self.service.create_events(
-                self.space_id, session_id, chunks, if_match=version
-            )
-        patch = EventPatch(head.event_id, new_head.body, if_match=head.version)
-        try:
-            await self.service.patch_events(self.space_id, session_id, [patch], if_match=version)
-        except MemServiceError:
-            await self._drop_chunks(session_id, [str(c.dedup_key) for c in chunks])
-            raise
-        await self._drop_chunks(session_id, chunk_keys_of(head))
+        old_chunks = await self._chunk_ids(session.session_id, head)
+        await self.service.batch_events(
+            self.space_id,
+            session.session_id,
+            creates=chunks,
+            patches=[EventPatch(head.event_id, new_head.body, if_match=head.version)],
+            deletes=old_chunks,
+            if_match=session.version,
+        )
         assert current.chat_id is not None
         return self.message_from_row(
             prepared.body,
@@ -220,17 +215,6 @@ class MessagePrimitives(AppendPrimitives):
             created_at=current.created_at,
             updated_at=now,
         )
-
-    async def _drop_chunks(self, session_id: str, keys: Sequence[str]) -> None:
-        """Delete chunk events no head refers to any more (best effort: orphans are inert)."""
-        for batch in batched(keys):
-            try:
-                events = await self.service.get_events(self.space_id, session_id, dedup_keys=batch)
-                ids = [e.event_id for e in events if e.event_type == CHUNK_TYPE]
-                if ids:
-                    await self.service.delete_events(self.space_id, session_id, ids, hard=True)
-            except MemServiceError:
-                return
 
     @mapped
     async def _hide_messages(

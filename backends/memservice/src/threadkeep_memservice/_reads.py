@@ -92,6 +92,14 @@ class ReadHelpers(MemServiceBase):
         (message,) = await self._materialize(location.session_id, chat.chat_id, [head])
         return session, head, message
 
+    async def _chunk_ids(self, session_id: str, head: Event) -> list[str]:
+        """Return the event ids of a head's chunks (``[]`` for an inline message)."""
+        ids: list[str] = []
+        for batch in batched(chunk_keys_of(head)):
+            events = await self.service.get_events(self.space_id, session_id, dedup_keys=batch)
+            ids += [e.event_id for e in events]
+        return ids
+
     async def _heads(
         self,
         session_id: str,

@@ -32,8 +32,12 @@ Design (the service has no transactions and no query across sessions; see the em
   (frees the key; the service expires it after its TTL); restore undeletes then clears.
   Message hiding = ``deleted_at`` in the event's columns (it keeps its ``agui_id``).
 
+- **Steps** are ``step`` events of the chat's session (one atomic batch per chat per save),
+  found by id or stack through an index written *before* them, for real (:mod:`._steps`);
+  **runs** are sessions claimed by ``If-Match`` (:mod:`._runs`).
+
 Capabilities: ``transactions=False``, ``strong_uuid_lookup=False`` (lost locators),
-``archive=True``, ``steps=False``; persistent only within one process (named emulators).
+``archive=True``, ``steps=True``; persistent only within one process (named emulators).
 """
 
 from __future__ import annotations
@@ -42,13 +46,13 @@ from typing import ClassVar
 
 from threadkeep import Capabilities
 
-from ._archive import ArchivePrimitives
 from ._chats import ChatPrimitives
+from ._runs import RunPrimitives
 
 __all__ = ["MemServiceStore"]
 
 
-class MemServiceStore(ArchivePrimitives, ChatPrimitives):
+class MemServiceStore(RunPrimitives, ChatPrimitives):
     """threadkeep on the memory-service emulator; see the module docstring for the design.
 
     ``memservice://`` is a private emulator that lives as long as the store;
@@ -73,7 +77,7 @@ class MemServiceStore(ArchivePrimitives, ChatPrimitives):
     capabilities: ClassVar[Capabilities] = Capabilities(
         transactions=False,
         strong_uuid_lookup=False,
-        steps=False,
+        steps=True,
         archive=True,
         persistent=True,
         concurrent_processes=False,
@@ -83,5 +87,6 @@ class MemServiceStore(ArchivePrimitives, ChatPrimitives):
             "transactions": "a batch append is one conditional batch call of at most 200 "
             "events (about 200 messages)",
             "persistent": "within one process, for named emulators (memservice://NAME)",
+            "steps": "save_steps is atomic per chat (one batch call per chat)",
         },
     )

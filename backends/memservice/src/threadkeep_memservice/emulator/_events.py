@@ -7,54 +7,30 @@ in the session changed since the caller read it.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Sequence
 
-from ._errors import ConflictError, DuplicateEventKey, NotFoundError, ValidationError
-from ._records import (
-    MAX_DEDUP_KEY,
-    Event,
-    EventPatch,
-    NewEvent,
-    check_batch,
-    check_string,
-    encode_document,
-)
+from ._errors import ValidationError
+from ._records import Event, EventPatch, NewEvent, check_batch
 from ._sessions import SessionOps, _check_if_match, _check_limit
 from ._state import EventRow, SessionRow
+from ._writes import apply_creates, apply_patches, check_creates, check_deletes, check_patches
 
 __all__ = ["EventOps"]
 
 
-def _check_new_events(row: SessionRow, events: Sequence[NewEvent]) -> list[str]:
-    check_batch(events, "create_events")
-    texts: list[str] = []
-    duplicates: list[str] = []
-    seen_keys: set[str] = set()
-    explicit: set[int] = set()
-    for index, event in enumerate(events):
-        check_string(event.event_type, f"events[{index}].event_type", max_length=128)
-        texts.append(encode_document(event.body, f"events[{index}].body"))
-        if event.dedup_key is not None:
-            check_string(event.dedup_key, f"events[{index}].dedup_key", max_length=MAX_DEDUP_KEY)
-            if event.dedup_key in seen_keys or event.dedup_key in row.event_keys:
-                duplicates.append(event.dedup_key)
-            seen_keys.add(event.dedup_key)
-        seq = event.sequence_id
-        if seq is not None:
-            if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-                raise ValidationError(f"events[{index}].sequence_id must be a positive integer")
-            if seq in explicit or seq in row.by_seq:
-                raise ConflictError(f"events[{index}].sequence_id {seq} is already in use")
-            explicit.add(seq)
-    if duplicates:
-        msg = f"event dedup keys already stored in session {row.session_id}: {duplicates}"
-        raise DuplicateEventKey(msg, duplicates)
-    return texts
-
-
 class EventOps(SessionOps):
     """Events of a session; see :class:`threadkeep_memservice.emulator.MemoryService`."""
+
+    def _apply_deletes(
+        self, space_id: str, row: SessionRow, doomed: Sequence[EventRow], *, hard: bool, now: float
+    ) -> None:
+        for event in doomed:
+            if hard:
+                row.remove_event(event)
+            else:
+                event.deleted_at = now
+                row.release_key(event)
+                self._schedule_expiry(space_id, row.session_id, event.event_id, now)
 
     async def create_events(
         self,
@@ -97,28 +73,10 @@ class EventOps(SessionOps):
         def apply() -> tuple[list[Event], int]:
             _, row = self._session_row(space_id, session_id)
             _check_if_match(row, if_match)
-            texts = _check_new_events(row, events)
+            check_batch(events, "create_events")
+            texts = check_creates(row, events)
             now = self._now()
-            created: list[EventRow] = []
-            for event in events:
-                if event.sequence_id is not None:
-                    row.next_event_seq = max(row.next_event_seq, event.sequence_id + 1)
-            for event, text in zip(events, texts, strict=True):
-                seq = event.sequence_id
-                if seq is None:
-                    seq = row.next_event_seq
-                event_row = EventRow(
-                    event_id=f"ev_{secrets.token_hex(8)}",
-                    sequence_id=seq,
-                    event_type=event.event_type,
-                    dedup_key=event.dedup_key,
-                    body_text=text,
-                    version=secrets.token_hex(6),
-                    created_at=now,
-                    updated_at=now,
-                )
-                row.add_event(event_row)
-                created.append(event_row)
+            created = apply_creates(row, events, texts, now)
             row.touch(now)
             return [e.record(session_id) for e in created], row.version
 
@@ -255,19 +213,9 @@ class EventOps(SessionOps):
             _, row = self._session_row(space_id, session_id)
             _check_if_match(row, if_match)
             check_batch(patches, "patch_events")
-            if len({p.event_id for p in patches}) != len(patches):
-                raise ValidationError("patch_events: an event appears twice in the batch")
-            targets: list[tuple[EventRow, str]] = []
-            for index, patch in enumerate(patches):
-                event = row.events.get(patch.event_id)
-                if event is None or event.deleted_at is not None:
-                    raise NotFoundError(f"no event {patch.event_id!r} in session {session_id!r}")
-                if patch.if_match is not None and patch.if_match != event.version:
-                    raise ConflictError(f"event {patch.event_id!r} changed since it was read")
-                targets.append((event, encode_document(patch.body, f"patches[{index}].body")))
+            targets = check_patches(row, patches)
             now = self._now()
-            for event, text in targets:
-                event.body_text, event.version, event.updated_at = text, secrets.token_hex(6), now
+            apply_patches(targets, now)
             row.touch(now)
             return [event.record(session_id) for event, _ in targets], row.version
 
@@ -308,26 +256,68 @@ class EventOps(SessionOps):
             _, row = self._session_row(space_id, session_id)
             _check_if_match(row, if_match)
             check_batch(event_ids, "delete_events")
-            if len(set(event_ids)) != len(event_ids):
-                raise ValidationError("delete_events: an event appears twice in the batch")
-            doomed = [row.events.get(event_id) for event_id in event_ids]
-            missing = [
-                i
-                for i, e in zip(event_ids, doomed, strict=True)
-                if e is None or (e.deleted_at is not None and not hard)
-            ]
-            if missing:
-                raise NotFoundError(f"no events {missing} in session {session_id!r}")
+            doomed = check_deletes(row, event_ids, hard=hard)
             now = self._now()
-            for event in doomed:
-                assert event is not None
-                if hard:
-                    row.remove_event(event)
-                else:
-                    event.deleted_at = now
-                    row.release_key(event)
-                    self._schedule_expiry(space_id, session_id, event.event_id, now)
+            self._apply_deletes(space_id, row, doomed, hard=hard, now=now)
             row.touch(now)
             return row.version
 
         return await self._call("delete_events", args, apply)
+
+    async def batch_events(
+        self,
+        space_id: str,
+        session_id: str,
+        *,
+        creates: Sequence[NewEvent] = (),
+        patches: Sequence[EventPatch] = (),
+        deletes: Sequence[str] = (),
+        if_match: int | None = None,
+    ) -> tuple[list[Event], list[Event], int]:
+        """Create, patch and hard-delete events of one live session in one atomic call.
+
+        At most 200 items in all; the whole batch is checked before anything is written,
+        so it is all or nothing. An event may not be both patched and deleted.
+
+        Args:
+            space_id: The space.
+            session_id: The session.
+            creates: New events (as for :meth:`create_events`).
+            patches: Body replacements (as for :meth:`patch_events`).
+            deletes: Ids of events to remove for good.
+            if_match: The session version the caller read.
+
+        Returns:
+            ``(created events, patched events, the session's new version)``.
+
+        Raises:
+            NotFoundError / ConflictError / DuplicateEventKey / ValidationError /
+                DocumentTooLarge: As for the single-kind calls; nothing is written.
+        """
+        args = {
+            "space_id": space_id,
+            "session_id": session_id,
+            "creates": creates,
+            "patches": patches,
+            "deletes": tuple(deletes),
+            "if_match": if_match,
+        }
+
+        def apply() -> tuple[list[Event], list[Event], int]:
+            _, row = self._session_row(space_id, session_id)
+            _check_if_match(row, if_match)
+            check_batch([*creates, *patches, *deletes], "batch_events")
+            if {p.event_id for p in patches} & set(deletes):
+                raise ValidationError("batch_events: an event is both patched and deleted")
+            texts = check_creates(row, creates)
+            targets = check_patches(row, patches)
+            doomed = check_deletes(row, deletes, hard=True)
+            now = self._now()
+            created = apply_creates(row, creates, texts, now)
+            apply_patches(targets, now)
+            self._apply_deletes(space_id, row, doomed, hard=True, now=now)
+            row.touch(now)
+            patched = [event.record(session_id) for event, _ in targets]
+            return [e.record(session_id) for e in created], patched, row.version
+
+        return await self._call("batch_events", args, apply)

@@ -27,7 +27,8 @@ class MemoryService(EventOps):
     Operations: ``create_space``, ``get_space``; ``create_session``, ``get_session``,
     ``find_session``, ``list_sessions``, ``update_session``, ``delete_session``,
     ``undelete_session``, ``purge_session``; ``create_events``, ``get_events``,
-    ``list_events``, ``patch_events``, ``delete_events``. Limits are in
+    ``list_events``, ``patch_events``, ``delete_events``, ``batch_events`` (create, patch
+    and delete in one atomic call). Limits are in
     :mod:`threadkeep_memservice.emulator` (``MAX_DOCUMENT_BYTES``, ``MAX_BATCH``...).
 
     Args:
