@@ -34,6 +34,7 @@ from .._store import Store
 
 __all__ = [
     "BATCH_BYTES",
+    "BATCH_ITEMS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "BundleReader",
@@ -45,11 +46,14 @@ FORMAT_NAME = "threadkeep-bundle"
 FORMAT_VERSION = 1
 """Readers accept versions up to this one and refuse newer ones (upgrade threadkeep)."""
 
-BATCH_BYTES = 4 << 20
-"""Target JSON bytes per scan or restore batch."""
+BATCH_BYTES = 1 << 20
+"""Target JSON bytes per scan or restore batch (models take several times more)."""
+
+BATCH_ITEMS = 500
+"""Most records per scan or restore batch."""
 
 _FIRST_SCAN = 64
-_MAX_SCAN = 1000
+_MAX_SCAN = BATCH_ITEMS
 _LEVEL = 6
 _INFLATE_STEP = 1 << 20
 
@@ -205,7 +209,8 @@ class BundleReader:
                 ended = self._check_trailer(record)
                 continue
             item_kind = "messages" if tag == "m" else "steps"
-            if batch and (item_kind != kind or batch_bytes >= BATCH_BYTES):
+            full = batch_bytes >= BATCH_BYTES or len(batch) >= BATCH_ITEMS
+            if batch and (item_kind != kind or full):
                 yield kind, batch
                 batch, batch_bytes = [], 0
             kind = item_kind
