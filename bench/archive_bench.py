@@ -33,9 +33,8 @@ BATCH = 1000
 
 
 def _message(i: int) -> Message:
-    calls = (
-        [ToolCall(agui_id=f"c{i}", name="lookup", arguments='{"q": %d}' % i)] if i % 10 == 0 else []
-    )
+    arguments = json.dumps({"q": i})
+    calls = [ToolCall(agui_id=f"c{i}", name="lookup", arguments=arguments)] if i % 10 == 0 else []
     return Message(
         role="user" if i % 2 else "assistant",
         agui_id=f"m{i}",
