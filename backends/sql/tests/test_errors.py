@@ -9,6 +9,7 @@ import asyncpg
 import pytest
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
 
 from threadkeep import (
     BackendUnavailable,
@@ -139,3 +140,21 @@ async def test_aliases_open_the_same_drivers(tmp_path: Path) -> None:
     assert isinstance(store, SqlStore)
     with pytest.raises(BackendUnavailable):
         await store.open()
+
+
+async def test_a_killed_postgres_connection_fails_once_then_recovers(pg_schema) -> None:
+    url, schema = pg_schema
+    async with SqlStore(url, schema=schema, pool_size=1) as store:
+        chat = await store.create_chat("u", "t")
+        async with store.db.read() as conn:
+            pid = (await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one()
+        killer = await asyncpg.connect(
+            make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        )
+        try:
+            assert await killer.fetchval("SELECT pg_terminate_backend($1)", pid)
+        finally:
+            await killer.close()
+        with pytest.raises(BackendUnavailable):
+            await store.get_chat(chat.chat_id)
+        assert (await store.get_chat(chat.chat_id)).chat_id == chat.chat_id

@@ -3,7 +3,8 @@
 Three ways in, chosen per operation by the driver:
 
 - :meth:`Database.read`: reads. PostgreSQL: ``AUTOCOMMIT`` (no ``BEGIN``/``COMMIT`` round
-  trips). SQLite: no ``BEGIN`` either (each statement is its own snapshot).
+  trips) on connections kept checked out between operations (no pool round trip in the
+  client). SQLite: no ``BEGIN`` either (each statement is its own snapshot).
 - :meth:`Database.write`: one statement that is atomic by itself. PostgreSQL: ``AUTOCOMMIT``
   again; SQLite: a write transaction, as below.
 - :meth:`Database.transaction`: several statements, all or nothing. PostgreSQL: a
@@ -22,9 +23,10 @@ lock that every operation takes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sqlalchemy import event
@@ -106,6 +108,8 @@ class Database:
     _reader: AsyncEngine
     _write_lock: asyncio.Lock | None = None
     _every_lock: asyncio.Lock | None = None
+    _held: list[AsyncConnection] = field(default_factory=list)
+    _held_max: int = 0
 
     @classmethod
     def create(cls, url: URL, *, schema: str | None = None, pool_size: int = 10) -> Database:
@@ -130,7 +134,9 @@ class Database:
             url, pool_size=pool_size, max_overflow=pool_size, connect_args=connect_args
         )
         auto = engine.execution_options(isolation_level="AUTOCOMMIT")
-        return cls(engine=engine, dialect="postgresql", _single=auto, _reader=auto)
+        return cls(
+            engine=engine, dialect="postgresql", _single=auto, _reader=auto, _held_max=pool_size
+        )
 
     @classmethod
     def _create_sqlite(cls, url: URL, pool_size: int) -> Database:
@@ -166,14 +172,38 @@ class Database:
                 else:
                     yield await stack.enter_async_context(engine.connect())
 
+    @asynccontextmanager
+    async def _autocommit(self) -> AsyncIterator[AsyncConnection]:
+        """PostgreSQL: an ``AUTOCOMMIT`` connection kept checked out between operations.
+
+        A pool checkout and check-in cost about as much client CPU as the statement itself
+        (measured by ``bench/sql_bench.py``), so up to ``pool_size`` idle autocommit
+        connections are kept here. Any exception discards the connection (it may be broken
+        or mid-statement after a cancellation); the next operation takes a fresh one.
+        """
+        with map_native_errors():
+            conn = self._held.pop() if self._held else await self._single.connect()
+            try:
+                yield conn
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await conn.close()
+                raise
+            if len(self._held) < self._held_max:
+                self._held.append(conn)
+            else:
+                await conn.close()
+
     def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """Return an async context manager giving a connection for reads."""
+        if self.dialect == "postgresql":
+            return self._autocommit()
         return self._enter(self._reader, transaction=False, write=False)
 
     def write(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """Return an async context manager for one self-atomic write statement."""
         if self.dialect == "postgresql":
-            return self._enter(self._single, transaction=False, write=True)
+            return self._autocommit()
         return self._enter(self.engine, transaction=True, write=True)
 
     def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
@@ -182,8 +212,11 @@ class Database:
 
     async def dispose(self) -> None:
         """Close every pooled connection; never raises."""
+        held, self._held = self._held, []
         try:
             with map_native_errors():
+                for conn in held:
+                    await conn.close()
                 await self.engine.dispose()
         except Exception:  # noqa: BLE001 - closing must not raise (DriverPrimitives._close)
             return
