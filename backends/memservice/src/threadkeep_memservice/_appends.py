@@ -98,7 +98,8 @@ class AppendPrimitives(ReadHelpers):
                     return None
                 session = refreshed
                 continue
-            created = dict(zip((k for _, k in fresh), self._built(fresh, heads, now), strict=True))
+            built = self._built(chat_id, fresh, heads, now)
+            created = dict(zip((k for _, k in fresh), built, strict=True))
             session = await self._touch(dataclasses.replace(session, version=version), now)
             results = [(created[k], True) if k in created else (stored[k], False) for k in keys]
             return results, session
@@ -140,6 +141,7 @@ class AppendPrimitives(ReadHelpers):
 
     def _built(
         self,
+        chat_id: UUID,
         fresh: Sequence[tuple[PreparedMessage, str]],
         heads: Sequence[Event],
         now: datetime,
@@ -147,7 +149,7 @@ class AppendPrimitives(ReadHelpers):
         return [
             self.message_from_row(
                 item.body,
-                chat_id=item.message.chat_id or UUID(int=0),
+                chat_id=chat_id,
                 seq=head.sequence_id,
                 revision=0,
                 created_at=item.message.created_at or now,

@@ -148,7 +148,7 @@ class MemServiceBase(Store):
         )
 
     async def _chat_session(
-        self, chat_id: Any, *, include_deleted: bool
+        self, chat_id: UUID, *, include_deleted: bool
     ) -> tuple[Session, Chat] | None:
         """Return the chat's session and chat, or ``None`` if no such (live) session."""
         session_id = await self.registry.resolve(chat_id)
@@ -166,7 +166,7 @@ class MemServiceBase(Store):
             return None
         return session, chat
 
-    async def _hot_session(self, chat_id: Any) -> Session | None:
+    async def _hot_session(self, chat_id: UUID) -> Session | None:
         """Return the session of a live, hot chat (not deleted, not archived), or ``None``."""
         found = await self._chat_session(chat_id, include_deleted=False)
         if found is None or not is_hot(found[1]):
