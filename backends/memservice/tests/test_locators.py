@@ -284,3 +284,18 @@ async def test_purge_removes_the_chat_with_its_locators(service: MemoryService) 
             ("tool_call", message.tool_calls[0].tool_call_id),
         ]:
             assert not await _has_locator(store, kind, item_id)
+
+
+async def test_erasing_a_user_removes_locators_that_outlived_their_chat() -> None:
+    clock = [1000.0]
+    service = MemoryService(clock=lambda: clock[0], soft_delete_ttl=60)
+    async with MemServiceStore("memservice://", service=service) as store:
+        chat = await store.create_chat("u", "t")
+        (message,) = await store.append_messages(chat.chat_id, _messages(1))
+        await store.delete_chat(chat.chat_id)
+        clock[0] += 61
+        assert await _has_locator(store, "message", message.message_id)
+        receipt = await store.erase_user("u")
+        assert receipt.stores["hot"] == {"locators": 4}
+        assert not await _has_locator(store, "message", message.message_id)
+        assert not await _has_locator(store, "chat", chat.chat_id)

@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from uuid import UUID
 
-from threadkeep import Chat, ChatFilter, Conflict, chat_matches, participant_id
+from threadkeep import Chat, ChatFilter, Conflict, ErasureReceipt, chat_matches, participant_id
 
 from ._base import ATTEMPTS, MemServiceBase
-from ._errors import mapped
-from ._locators import CHAT_PREFIX, Location, chat_description
+from ._errors import map_service_errors, mapped
+from ._locators import CHAT_PREFIX, LOCATOR_PREFIX, Location, chat_description
 from .emulator import ConflictError, DedupKeyTaken, MemServiceError, NotFoundError, Session
 
 __all__ = ["ChatPrimitives"]
@@ -188,6 +188,33 @@ class ChatPrimitives(MemServiceBase):
             counts["steps"] = events["step"]
         counts.update(await self._purge_chat_records(chat_id))
         return counts
+
+    async def erase_user(self, user_id: str) -> ErasureReceipt:
+        """Remove every chat of a person and all it holds (see ``Store.erase_user``).
+
+        Also removes the person's index records that outlived their chat (locators of a
+        chat whose session expired after its soft-delete TTL), found by the person's
+        participant id under ``//loc/``: an indexed listing, never the space.
+
+        Returns:
+            The receipt; leftover index records count under ``"hot"`` / ``"locators"``.
+        """
+        receipt = await super().erase_user(user_id)
+        with map_service_errors():
+            leftovers = 0
+            while batch := await self.service.list_sessions(
+                self.space_id,
+                description_prefix=LOCATOR_PREFIX,
+                participant=participant_id(user_id),
+                limit=200,
+                include_deleted=True,
+            ):
+                for session in batch:
+                    await self.service.purge_session(self.space_id, session.session_id)
+                    leftovers += 1
+        if leftovers:
+            receipt.add("hot", {"locators": leftovers})
+        return receipt
 
     async def _purge_chat_records(self, chat_id: UUID) -> dict[str, int]:
         """Remove records kept outside the chat's session (runs); overridden by the runs mixin."""
