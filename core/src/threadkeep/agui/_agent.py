@@ -238,13 +238,18 @@ class StorageAgent(EventFolder):
         self, input: RunAgentInput, resume: ResumeState | None
     ) -> _Opened | RunErrorEvent:
         try:
-            chat = resume.chat if resume else await self._chat(input)
-            context = await self.store.context_messages(chat.chat_id)
+            found = resume.chat if resume else await self._find_chat(input)
+            context = await self.store.context_messages(found.chat_id) if found else []
             new, problem = await classify_inbound(
-                self.store, chat.chat_id, input.messages, context, run_id=input.run_id
+                self.store,
+                found.chat_id if found else None,
+                input.messages,
+                context,
+                run_id=input.run_id,
             )
             if problem is not None:
                 return RunErrorEvent(message=problem, code="INVALID_INPUT")
+            chat = found or await self._create_chat(input)
             await self.store.begin_run(
                 chat.chat_id,
                 input.run_id,
@@ -270,11 +275,12 @@ class StorageAgent(EventFolder):
         agent_input = input.model_copy(update={"messages": history})
         return _Opened(state, agent_input, previous, space)
 
-    async def _chat(self, input: RunAgentInput) -> Chat:
-        # A read first: create_chat is a (idempotent) write, needed once per thread only.
-        chat = await self.store.find_chat(self.user_id, input.thread_id)
-        if chat is not None:
-            return chat
+    async def _find_chat(self, input: RunAgentInput) -> Chat | None:
+        # A read first: create_chat is an (idempotent) write, needed once per thread only,
+        # and not at all for input that is refused.
+        return await self.store.find_chat(self.user_id, input.thread_id)
+
+    async def _create_chat(self, input: RunAgentInput) -> Chat:
         options = {"agent_id": self.agent_id, **self.chat_options}
         return await self.store.create_chat(self.user_id, input.thread_id, **options)
 

@@ -35,7 +35,7 @@ __all__ = ["classify_inbound"]
 @dataclass
 class _Known:
     store: Store
-    chat_id: UUID
+    chat_id: UUID | None
     messages: set[str] = field(default_factory=set)
     tool_calls: set[str] = field(default_factory=set)
     reasonings: set[str] = field(default_factory=set)
@@ -48,22 +48,28 @@ class _Known:
     async def message(self, agui_id: str) -> bool:
         if agui_id in self.messages:
             return True
+        if self.chat_id is None:
+            return False
         return await self.store.get_message_by_agui_id(self.chat_id, agui_id) is not None
 
     async def tool_call(self, agui_id: str) -> bool:
         if agui_id in self.tool_calls:
             return True
+        if self.chat_id is None:
+            return False
         return await self.store.get_tool_call_by_agui_id(self.chat_id, agui_id) is not None
 
     async def reasoning(self, agui_id: str) -> bool:
         if agui_id in self.reasonings:
             return True
+        if self.chat_id is None:
+            return False
         return await self.store.get_reasoning_by_agui_id(self.chat_id, agui_id) is not None
 
 
 async def classify_inbound(
     store: Store,
-    chat_id: UUID,
+    chat_id: UUID | None,
     inbound: Sequence[AguiMessage],
     context: Sequence[Message],
     *,
@@ -74,7 +80,7 @@ async def classify_inbound(
 
     Args:
         store: The store.
-        chat_id: The run's chat.
+        chat_id: The run's chat (``None`` for a chat not created yet: nothing is stored).
         inbound: ``RunAgentInput.messages``.
         context: ``Store.context_messages`` of the chat (checked before the store).
         run_id: Stored on the new messages.

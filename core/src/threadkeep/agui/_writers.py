@@ -161,6 +161,17 @@ class IncrementalWriter(RunWriter):
         await self.save_step_now(state, step)
 
     async def _save(self, state: FoldState, record: Record) -> None:
+        """Write a record; a new one only after every earlier new one (``seq`` order)."""
+        if not record.stored:
+            for earlier in state.records.values():
+                if earlier is record:
+                    break
+                if not earlier.stored and not await self._write(state, earlier):
+                    record.dirty = True  # appended after ``earlier``, at a later boundary
+                    return
+        await self._write(state, record)
+
+    async def _write(self, state: FoldState, record: Record) -> bool:
         try:
             if record.stored:
                 await _retrying("updating a message", lambda: self.replace_record(state, record))
@@ -169,8 +180,9 @@ class IncrementalWriter(RunWriter):
         except ThreadkeepError:
             _log.exception("threadkeep: message not written yet; retried at the next boundary")
             record.dirty = True
-        else:
-            record.mark_flushed()
+            return False
+        record.mark_flushed()
+        return True
 
     async def end(
         self,
@@ -180,10 +192,14 @@ class IncrementalWriter(RunWriter):
         status: RunStatus,
         metadata: dict[str, Any],
     ) -> None:
-        """Write every record not yet written in its end state, then end the run."""
+        """Write every record not yet written in its end state, then end the run.
+
+        Records are written in creation order; one the store keeps refusing is logged and
+        the rest are still written.
+        """
         for record in state.records.values():
             if record.dirty or not record.stored:
-                await self._save(state, record)
+                await self._write(state, record)
         steps = [state.steps[i] for i in state.dirty_steps]
         await end_run(self, state, owner=owner, status=status, steps=steps, metadata=metadata)
 
