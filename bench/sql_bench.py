@@ -128,9 +128,10 @@ class Line:
     name: str
     ops: int
     times: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[str, list[float]] = field(default_factory=dict)
 
-    def median(self, client: str) -> float | None:
-        values = self.times.get(client)
+    def median(self, client: str, *, cpu: bool = False) -> float | None:
+        values = (self.cpu if cpu else self.times).get(client)
         return statistics.median(values) if values else None
 
     async def run(self, clients: dict[str, Op], reps: int, chunk: int) -> None:
@@ -141,17 +142,20 @@ class Line:
         """
         for rep in range(reps):
             spent = dict.fromkeys(clients, 0.0)
+            spent_cpu = dict.fromkeys(clients, 0.0)
             for first in range(0, self.ops, chunk):
                 names = list(clients)
                 shift = (first // chunk + rep) % len(names)
                 for name in names[shift:] + names[:shift]:
                     op = clients[name]
-                    start = time.perf_counter()
+                    start, start_cpu = time.perf_counter(), time.process_time()
                     for i in range(first + rep * self.ops, first + rep * self.ops + chunk):
                         await op(i)
                     spent[name] += time.perf_counter() - start
+                    spent_cpu[name] += time.process_time() - start_cpu
             for name, seconds in spent.items():
                 self.times.setdefault(name, []).append(seconds / self.ops)
+                self.cpu.setdefault(name, []).append(spent_cpu[name] / self.ops)
 
 
 def bench_url() -> str:
@@ -476,27 +480,55 @@ async def load_sqlite(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
 
 def report(lines: list[Line], deep: Line, newest: Line) -> str:
     def ms(value: float | None) -> str:
-        return "-" if value is None else f"{value * 1000:8.3f}"
+        return "-" if value is None else f"{value * 1000:.3f}"
 
     def ratio(a: float | None, b: float | None) -> str:
-        return "-" if a is None or b is None else f"{a / b:5.2f}x"
+        return "-" if a is None or b is None else f"{a / b:.2f}x"
 
-    out = [
-        f"{'line':<44} {'raw ms':>8} {'sql ms':>8} {'sql/raw':>7} {'api ms':>8} {'api/raw':>7}"
-        f" {'sqlite ms':>9}",
-    ]
+    head = (
+        "line",
+        "raw ms",
+        "sql ms",
+        "sql/raw",
+        "api ms",
+        "api/raw",
+        "sqlite ms",
+        "cpu sql/raw",
+        "cpu api/raw",
+    )
+    rows = [head]
     for line in lines:
         raw, sql, api, lite = (line.median(c) for c in ("raw", "sql", "api", "sqlite"))
-        out.append(
-            f"{line.name:<44} {ms(raw)} {ms(sql)} {ratio(sql, raw):>7} {ms(api)} "
-            f"{ratio(api, raw):>7} {ms(lite):>9}"
+        cpu_raw, cpu_sql, cpu_api = (line.median(c, cpu=True) for c in ("raw", "sql", "api"))
+        rows.append(
+            (
+                line.name,
+                ms(raw),
+                ms(sql),
+                ratio(sql, raw),
+                ms(api),
+                ratio(api, raw),
+                ms(lite),
+                ratio(cpu_sql, cpu_raw),
+                ratio(cpu_api, cpu_raw),
+            )
         )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    out = [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in rows
+    ]
     out.append("")
     out += [
         f"deep page / newest page ({c}): {ratio(deep.median(c), newest.median(c))}"
         for c in ("raw", "sql", "api", "sqlite")
     ]
+    out.append("ms: median wall time per operation; cpu: this process's CPU time per operation")
     out.append("targets: sql/raw <= 1.30x on every line; deep/newest <= 1.50x")
+    out.append(f"load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     return "\n".join(out)
 
 
