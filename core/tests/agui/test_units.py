@@ -92,7 +92,10 @@ def test_messages_round_trip_through_storage_shape():
 
 
 def test_sse_reading_and_event_parsing():
-    text = '\ufeff: comment\nevent: message\ndata: {"type":"THINKING_START",\ndata: "title":"t"}\n\ndata: nope\n\n'
+    text = (
+        '\ufeff: comment\nevent: message\ndata: {"type":"THINKING_START",\n'
+        'data: "title":"t"}\n\ndata: nope\n\n'
+    )
     parsed = read_event_text(text)
     assert len(parsed.items) == 1
     assert parsed.problems == ["line 6: data is not JSON (Expecting value)"]

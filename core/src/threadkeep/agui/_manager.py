@@ -171,8 +171,17 @@ class RunManager:
         return handle.cancel() if handle is not None else False
 
     def get(self, thread_id: str, run_id: str) -> RunHandle | None:
-        """Return the handle of an executing run, or ``None``."""
+        """Return the handle of a run executing or still being stored, or ``None``."""
         return self._runs.get((thread_id, run_id))
+
+    async def drain(self) -> None:
+        """Wait until every run started here has ended and is stored (a graceful shutdown).
+
+        Call it before closing the store. Never raises.
+        """
+        while self._runs:
+            await asyncio.gather(*(handle.wait() for handle in list(self._runs.values())))
+            await asyncio.sleep(0)  # let the done-callbacks unregister them
 
     def _refuse_duplicate(self, input: RunAgentInput) -> None:
         if (input.thread_id, input.run_id) in self._runs:
@@ -185,6 +194,16 @@ class RunManager:
         key = (input.thread_id, input.run_id)
         handle = RunHandle(input.thread_id, input.run_id, agent)
         self._runs[key] = handle
-        handle._producer = asyncio.create_task(handle._produce(input, resume))
-        handle._producer.add_done_callback(lambda _: self._runs.pop(key, None))
+        producer = asyncio.create_task(handle._produce(input, resume))
+        handle._producer = producer
+
+        def forget(_: object) -> None:
+            # Registered until the run's records are stored, so get(...).wait() covers them.
+            persistence = agent.persistence
+            if persistence is not None and not persistence.done():
+                persistence.add_done_callback(forget)
+            elif self._runs.get(key) is handle:
+                del self._runs[key]
+
+        producer.add_done_callback(forget)
         return handle
