@@ -50,7 +50,8 @@ class FoldBase:
         Events with no registered handler go to :meth:`handle_unknown_event`.
         """
         state.event_timestamp = event.timestamp
-        await self.close_chunks(state, event)
+        if state.text_chunk is not None or state.tool_chunk is not None:
+            await self.close_chunks(state, event)
         name = self.handler_name(type(event))
         if name is None:
             await self.handle_unknown_event(state, event)
@@ -65,7 +66,10 @@ class FoldBase:
         """
 
     async def close_chunks(self, state: FoldState, event: BaseEvent) -> None:
-        """End chunk-opened records when another kind of event arrives (AG-UI chunk rules)."""
+        """End chunk-opened records when another kind of event arrives (AG-UI chunk rules).
+
+        Called before an event is handled while a chunk-opened record is pending.
+        """
 
     # -- build hooks (AG-UI seed, "Message-build hooks") ----------------------------------
 

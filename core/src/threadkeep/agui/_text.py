@@ -8,9 +8,11 @@ a pair that meets again is joined, a surrogate that stays alone becomes U+FFFD (
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["TextBuffer", "repair_surrogates"]
 
-_SURROGATES = range(0xD800, 0xE000)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def repair_surrogates(text: str) -> tuple[str, int]:
@@ -23,7 +25,7 @@ def repair_surrogates(text: str) -> tuple[str, int]:
         ``(repaired, replaced)``: text that encodes to UTF-8, and how many lone surrogates
         were replaced (0 when the text was already clean; the common case costs one scan).
     """
-    if not any(ord(ch) in _SURROGATES for ch in text):
+    if _SURROGATE.search(text) is None:
         return text, 0
     # A UTF-16 round trip pairs what can be paired; its "replace" turns the rest into U+FFFD.
     joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
