@@ -5,12 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from threadkeep import InvalidCursor, Message
 from threadkeep_sql import SqlStore
-from threadkeep_sql._migrate import current_revision, head_revision, upgrade_to_head
+from threadkeep_sql._engine import Database, normalize_url
+from threadkeep_sql._migrate import _config, current_revision, head_revision, upgrade_to_head
 from threadkeep_sql._schema import metadata
 
 
@@ -65,3 +67,19 @@ async def test_memory_url_works_and_is_private(tmp_path: Path) -> None:
         assert (await first.get_chat(chat.chat_id)).chat_id == chat.chat_id
         async with SqlStore("sqlite+aiosqlite:///:memory:") as second:
             assert (await second.list_chats()).items == []
+
+
+async def test_an_older_schema_is_migrated_on_open(engine_url) -> None:
+    url, options = engine_url
+    database = Database.create(normalize_url(url), schema=options.get("schema"))
+    try:
+        async with database.transaction() as conn:
+            await conn.run_sync(lambda sync: command.upgrade(_config(sync), "0001"))
+            assert await conn.run_sync(current_revision) == "0001"
+    finally:
+        await database.dispose()
+    async with SqlStore(url, **options) as store:
+        async with store.db.read() as conn:
+            assert await conn.run_sync(current_revision) == head_revision()
+        chat = await store.create_chat("u", "t")
+        assert await store._index_archived_ids(chat.chat_id, [chat.chat_id]) == 1

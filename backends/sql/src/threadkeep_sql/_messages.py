@@ -106,7 +106,7 @@ _FIND_NESTED = (
         _m.deleted_at.is_(None),
         _CHAT_LIVE,
     )
-    .order_by(_m.seq.desc())
+    .order_by(_r.seq.desc())
     .limit(1)
 )
 _FIND_NESTED_BY_AGUI = (
@@ -119,7 +119,7 @@ _FIND_NESTED_BY_AGUI = (
         _m.deleted_at.is_(None),
         _CHAT_HOT,
     )
-    .order_by(_m.seq.desc())
+    .order_by(_r.seq.desc())
     .limit(1)
 )
 _REPLACE = (

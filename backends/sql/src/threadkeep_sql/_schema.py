@@ -225,12 +225,13 @@ sa.Index(
     postgresql_where=messages.c.kind == "boundary",
     sqlite_where=messages.c.kind == "boundary",
 )
-sa.Index("ix_message_refs_item", message_refs.c.item_id)
+sa.Index("ix_message_refs_item", message_refs.c.item_id, message_refs.c.kind)
 sa.Index(
     "ix_message_refs_agui",
     message_refs.c.chat_id,
     message_refs.c.kind,
     message_refs.c.agui_id,
+    message_refs.c.seq,
     postgresql_where=message_refs.c.agui_id.isnot(None),
     sqlite_where=message_refs.c.agui_id.isnot(None),
 )
