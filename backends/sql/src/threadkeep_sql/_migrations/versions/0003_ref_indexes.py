@@ -10,6 +10,8 @@ Create Date: 2025-01-03
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -18,7 +20,7 @@ down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-_NOT_NULL = {
+_NOT_NULL: dict[str, Any] = {
     "postgresql_where": sa.text("agui_id IS NOT NULL"),
     "sqlite_where": sa.text("agui_id IS NOT NULL"),
 }
