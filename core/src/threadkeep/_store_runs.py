@@ -84,14 +84,23 @@ class RunOps(ContextOps):
         return step
 
     async def get_steps(self, chat_id: UUID, run_id: str) -> list[Step]:
-        """Return a run's steps in seq order."""
+        """Return a run's steps in seq order (an archived chat is rehydrated first)."""
         self._require_open()
-        return await self._steps_for_run(chat_id, run_id)
+        steps = await self._steps_for_run(chat_id, run_id)
+        if not steps and await self._rehydrate_if_archived(chat_id):
+            steps = await self._steps_for_run(chat_id, run_id)
+        return steps
 
     async def get_last_incomplete_step(self, chat_id: UUID) -> Step | None:
-        """Return the chat's newest step that is not ``completed`` (where a resume starts)."""
+        """Return the chat's newest step that is not ``completed`` (where a resume starts).
+
+        An archived chat is rehydrated first.
+        """
         self._require_open()
-        return await self._last_incomplete_step(chat_id)
+        step = await self._last_incomplete_step(chat_id)
+        if step is None and await self._rehydrate_if_archived(chat_id):
+            step = await self._last_incomplete_step(chat_id)
+        return step
 
     async def get_stack_steps(self, stack_id: str) -> list[Step]:
         """Return the steps of one stack node (one agent's part of a nested call), in order."""

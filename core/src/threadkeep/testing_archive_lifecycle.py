@@ -153,6 +153,19 @@ class ArchiveLifecycleContract:
         with pytest.raises(MessageNotFound):
             await store.get_message(UUID(int=7))
 
+    async def test_step_reads_rehydrate(self, store: Store, archive: Any) -> None:
+        """``get_steps`` and ``get_last_incomplete_step`` see an archived chat's steps."""
+        if not store.capabilities.steps:
+            pytest.skip("the driver does not declare the 'steps' capability")
+        chat = await _fill(store)
+        steps = await store.get_steps(chat.chat_id, "r1")
+        last = await store.get_last_incomplete_step(chat.chat_id)
+        archiver = Archiver(store, archive)
+        await archiver.archive_chat(chat.chat_id)
+        assert await store.get_steps(chat.chat_id, "r1") == steps
+        await archiver.archive_chat(chat.chat_id)
+        assert await store.get_last_incomplete_step(chat.chat_id) == last
+
     async def test_append_restores_first(self, store: Store, archive: Any) -> None:
         """Appending to an archived chat restores it; the new message comes after all."""
         chat = await _fill(store)
