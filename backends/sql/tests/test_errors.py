@@ -158,3 +158,10 @@ async def test_a_killed_postgres_connection_fails_once_then_recovers(pg_schema) 
         with pytest.raises(BackendUnavailable):
             await store.get_chat(chat.chat_id)
         assert (await store.get_chat(chat.chat_id)).chat_id == chat.chat_id
+
+
+async def test_a_missing_postgres_schema_is_a_clear_error(pg_schema) -> None:
+    url, _ = pg_schema
+    store = SqlStore(url, schema="tk_no_such_schema")
+    with pytest.raises(InvalidArgument, match="does not exist"):
+        await store.open()

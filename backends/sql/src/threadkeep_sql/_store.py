@@ -27,9 +27,11 @@ import asyncio
 from pathlib import Path
 from typing import Any, ClassVar
 
+import sqlalchemy as sa
 from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from threadkeep import BackendUnavailable, Capabilities
+from threadkeep import BackendUnavailable, Capabilities, InvalidArgument
 
 from ._archive import ArchiveMixin
 from ._chats import ChatsMixin
@@ -51,6 +53,16 @@ def _require_folder(database: str | None) -> None:
         raise BackendUnavailable(msg + "; create it or choose another path")
 
 
+_SCHEMA_EXISTS = sa.text("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = :name)")
+
+
+async def _require_schema(conn: AsyncConnection, schema: str) -> None:
+    """Fail clearly when the ``schema`` option names a schema that does not exist."""
+    if not (await conn.execute(_SCHEMA_EXISTS, {"name": schema})).scalar():
+        msg = f"PostgreSQL schema {schema!r} does not exist; create it (CREATE SCHEMA) first"
+        raise InvalidArgument(msg + " or leave out the 'schema' option")
+
+
 class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
@@ -62,8 +74,8 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
 
     Args:
         url: The store URL.
-        schema: PostgreSQL only: the schema to keep the tables in (it must exist); default
-            the connection's ``search_path``.
+        schema: PostgreSQL only: the schema to keep the tables in (it must exist; ``open``
+            raises ``InvalidArgument`` otherwise); default the connection's ``search_path``.
         pool_size: Pooled connections (the pool may grow to twice this under load).
         **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``,
             ``max_message_bytes``, ``message_model``, ``chat_model``).
@@ -101,6 +113,8 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
         try:
             async with self._db.transaction() as conn:
+                if self._schema is not None:
+                    await _require_schema(conn, self._schema)
                 await conn.run_sync(upgrade_to_head)
         except BaseException:
             await self._db.dispose()
