@@ -141,3 +141,30 @@ async def test_a_store_that_fails_for_a_while_loses_nothing(store, kit, caplog):
         (f"a{i}", f"part {i}", MessageStatus.COMPLETE) for i in range(3)
     ]
     assert any("retried" in r.getMessage() for r in caplog.records)
+
+
+async def test_heartbeats_renew_the_lease_while_the_agent_works(store, kit):
+    beats: list[object] = []
+    beat = asyncio.Event()
+    original = store.heartbeat_run
+
+    async def heartbeat_run(*args, **kwargs):
+        run = await original(*args, **kwargs)
+        beats.append(run.lease_expires_at)
+        beat.set()
+        return run
+
+    store.heartbeat_run = heartbeat_run
+
+    async def script(inp):
+        yield kit.started(inp)
+        await beat.wait()  # the agent works until the wrapper has renewed its lease once
+        yield kit.finished(inp)
+
+    agent = StorageAgent(kit.Agent(script), store, user_id="u", lease_seconds=0.3)
+    await (await RunManager(lambda: agent).run(kit.run_input())).wait()
+    chat = await store.find_chat("u", "thread-1")
+    run = await store.get_run(chat.chat_id, "run-1")
+    assert beats
+    assert beats[0] is not None
+    assert (run.status, run.lease_expires_at) == (RunStatus.COMPLETE, None)

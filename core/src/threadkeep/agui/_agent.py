@@ -171,8 +171,11 @@ class StorageAgent(EventFolder):
             chat.chat_id, input.run_id, owner=self.owner, lease_seconds=self.lease_seconds
         )
         steps = await self.store.get_steps(chat.chat_id, input.run_id)
-        open_steps = [s for s in steps if s.status is not StepStatus.COMPLETED]
-        return ResumeState(chat, run, steps, open_steps[-1] if open_steps else None)
+        last = await self.store.get_last_incomplete_step(chat.chat_id)
+        if last is None or last.run_id != input.run_id:  # the chat's newest is another run's
+            open_steps = [s for s in steps if s.status is not StepStatus.COMPLETED]
+            last = open_steps[-1] if open_steps else None
+        return ResumeState(chat, run, steps, last)
 
     async def run(
         self, input: RunAgentInput, *, resume: ResumeState | None = None
