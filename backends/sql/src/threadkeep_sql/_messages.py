@@ -75,6 +75,9 @@ _GET_BY_AGUI = sa.select(*MESSAGE_COLUMNS).where(
     _m.deleted_at.is_(None),
     _CHAT_LIVE,
 )
+_GET_BY_AGUI_IN_HOT_CHAT = sa.select(*MESSAGE_COLUMNS).where(
+    _m.chat_id == sa.bindparam("chat_id"), _m.agui_id == sa.bindparam("agui_id"), _CHAT_HOT
+)
 _AFTER = (
     sa.select(*MESSAGE_COLUMNS)
     .where(
@@ -228,7 +231,7 @@ class MessagesMixin(SqlBase):
                 if item.message.agui_id is None:
                     return None  # the chat is not hot: the caller finds out which way
                 params = {"chat_id": chat_id, "agui_id": item.message.agui_id}
-                stored = (await conn.execute(_GET_BY_AGUI, params)).first()
+                stored = (await conn.execute(_GET_BY_AGUI_IN_HOT_CHAT, params)).first()
             if stored is not None:
                 return [(self._message_row(stored), False)]
             # Nothing inserted and nothing stored: the stored message went away; try again.
