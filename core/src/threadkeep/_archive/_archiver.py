@@ -332,11 +332,13 @@ class Archiver:
         cutoff = self.store._now() - older_than
         chat_filter = ChatFilter(status=ChatStatus.ACTIVE, idle_before=cutoff)
         results: list[ArchiveResult] = []
+        before: int | None = None  # keyset walk: each chat is visited once, newest first
         while limit is None or len(results) < limit:
             size = _IDLE_PAGE if limit is None else min(_IDLE_PAGE, limit - len(results))
-            batch = await self.store._page_chats(chat_filter, None, size)
+            batch = await self.store._page_chats(chat_filter, before, size)
             if not batch:
                 break
+            before = batch[-1].seq
             for chat in batch:
                 result = await self.archive_chat(chat.chat_id)
                 results.append(result)
