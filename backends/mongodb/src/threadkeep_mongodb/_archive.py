@@ -12,11 +12,13 @@ from functools import partial
 from typing import TypeVar
 from uuid import UUID
 
+from pymongo.errors import BulkWriteError
+
 from threadkeep import Message, Step
 
-from ._base import MongoBase, Session
+from ._base import MongoBase, Rollback, Session
 from ._codec import Document, message_fields, split_body, step_document, to_us
-from ._errors import map_errors
+from ._errors import is_duplicate_key, map_errors
 
 __all__ = ["MongoArchiveMixin"]
 
@@ -43,12 +45,61 @@ class MongoArchiveMixin(MongoBase):
             return await self._messages_from_docs(await cursor.to_list(None))
 
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
-        # Messages first, then their chunks: an interrupted run leaves only unreferenced
-        # chunks, which the next run removes.
         with map_errors("delete hot messages"):
-            deleted = await self._cols.messages.delete_many({"chat_id": chat_id})
-            await self._cols.chunks.delete_many({"chat_id": chat_id})
+            return await self._write(partial(self._delete_while_archived, chat_id, "messages"))
+
+    async def _delete_hot_steps(self, chat_id: UUID) -> int:
+        with map_errors("delete hot steps"):
+            return await self._write(partial(self._delete_while_archived, chat_id, "steps"))
+
+    async def _delete_while_archived(self, chat_id: UUID, kind: str, session: Session) -> int:
+        """Delete a chat's messages (with their chunks) or steps only while it is archived.
+
+        In a transaction the chat document is written first (its revision bumped), so a
+        rehydration or status change of the chat conflicts with this delete instead of
+        interleaving with it; nothing deleted rolls the bump back. Without transactions the
+        check comes first and the bump last.
+        """
+        archived = {"_id": chat_id, "status": "archived"}
+        bump = {"$inc": {"revision": 1}}
+        if session is not None:
+            bumped = await self._cols.chats.update_one(archived, bump, session=session)
+            if bumped.matched_count == 0:
+                raise Rollback(0)
+        elif await self._cols.chats.find_one(archived, {"_id": 1}) is None:
+            return 0
+        collection = self._cols.messages if kind == "messages" else self._cols.steps
+        deleted = await collection.delete_many({"chat_id": chat_id}, session=session)
+        if kind == "messages":
+            await self._cols.chunks.delete_many({"chat_id": chat_id}, session=session)
+        if deleted.deleted_count == 0:
+            raise Rollback(0)
+        if session is None:
+            await self._cols.chats.update_one({"_id": chat_id}, bump)
         return deleted.deleted_count
+
+    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+        ids = list(dict.fromkeys(item_ids))
+        if not ids:
+            return 0
+        with map_errors("index archived ids"):
+            cursor = self._cols.archived_ids.find({"_id": {"$in": ids}}, {"_id": 1})
+            known = {doc["_id"] async for doc in cursor}
+            fresh = [{"_id": i, "chat_id": chat_id} for i in ids if i not in known]
+            if not fresh:
+                return 0
+            try:
+                result = await self._cols.archived_ids.insert_many(fresh, ordered=False)
+            except BulkWriteError as exc:
+                if not is_duplicate_key(exc):  # a concurrent archiver recorded some first
+                    raise
+                return int(exc.details.get("nInserted", 0))
+            return len(result.inserted_ids)
+
+    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+        with map_errors("look up an archived id"):
+            doc = await self._cols.archived_ids.find_one({"_id": item_id})
+        return None if doc is None else UUID(str(doc["chat_id"]))
 
     async def _restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
         inserted = 0
@@ -101,11 +152,6 @@ class MongoArchiveMixin(MongoBase):
         if message.agui_id is not None:
             doc["agui_id"] = message.agui_id
         return doc, chunks
-
-    async def _delete_hot_steps(self, chat_id: UUID) -> int:
-        with map_errors("delete hot steps"):
-            deleted = await self._cols.steps.delete_many({"chat_id": chat_id})
-        return deleted.deleted_count
 
     async def _restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:
         inserted = 0

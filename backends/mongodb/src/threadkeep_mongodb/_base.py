@@ -21,7 +21,7 @@ from uuid import UUID
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConnectionFailure, PyMongoError
 
 from threadkeep import BackendUnavailable, Chat, Message
 from threadkeep._store_core import StoreCore
@@ -51,6 +51,7 @@ commits, and jittered backoff spreads the rest.
 
 _BACKOFF_BASE_SECONDS = 0.002
 _BACKOFF_CAP_SECONDS = 0.1
+_NETWORK_ATTEMPTS = 2
 _COMMIT_ATTEMPTS = 3
 _BODY_READ_ATTEMPTS = 3
 
@@ -72,12 +73,26 @@ class Collections:
     chunks: AsyncCollection[Document]
     steps: AsyncCollection[Document]
     runs: AsyncCollection[Document]
+    archived_ids: AsyncCollection[Document]
     meta: AsyncCollection[Document]
 
 
 def _backoff(attempt: int) -> float:
     """Full-jitter exponential backoff, in seconds."""
     return random.uniform(0, min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2**attempt))
+
+
+def _worth_retrying(exc: PyMongoError, attempt: int) -> bool:
+    """Whether a failed transaction should run again from the start.
+
+    Write conflicts (labelled transient) are retried up to ``MAX_TRANSACTION_ATTEMPTS``;
+    a lost connection (also labelled transient) once, since PyMongo already waited
+    ``serverSelectionTimeoutMS`` for a server before giving up.
+    """
+    if not exc.has_error_label(TRANSIENT_LABEL):
+        return False
+    limit = _NETWORK_ATTEMPTS if isinstance(exc, ConnectionFailure) else MAX_TRANSACTION_ATTEMPTS
+    return attempt < limit
 
 
 async def _commit(session: AsyncClientSession) -> None:
@@ -139,9 +154,7 @@ class MongoBase(StoreCore):
                 except Rollback as stop:
                     return cast(T, stop.value)
                 except PyMongoError as exc:
-                    if not exc.has_error_label(TRANSIENT_LABEL):
-                        raise
-                    if attempt == MAX_TRANSACTION_ATTEMPTS:
+                    if not _worth_retrying(exc, attempt):
                         raise
                 else:
                     return result

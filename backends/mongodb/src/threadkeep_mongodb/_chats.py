@@ -120,15 +120,17 @@ class MongoChatsMixin(MongoBase):
                 {"_id": chat_id}, {"$set": {"live": False, "writable": False, "purging": True}}
             )
             if closed.matched_count == 0:
-                return {"chats": 0, "messages": 0, "steps": 0, "runs": 0}
+                return dict.fromkeys(("chats", "messages", "steps", "runs", "archived_ids"), 0)
             messages = await cols.messages.delete_many({"chat_id": chat_id})
             await cols.chunks.delete_many({"chat_id": chat_id})
             steps = await cols.steps.delete_many({"chat_id": chat_id})
             runs = await cols.runs.delete_many({"chat_id": chat_id})
+            indexed = await cols.archived_ids.delete_many({"chat_id": chat_id})
             chats = await cols.chats.delete_one({"_id": chat_id})
         return {
             "chats": chats.deleted_count,
             "messages": messages.deleted_count,
             "steps": steps.deleted_count,
             "runs": runs.deleted_count,
+            "archived_ids": indexed.deleted_count,
         }

@@ -44,8 +44,10 @@ as their message)::
 
 ``{prefix}steps``: ``_id: UUID (step_id), chat_id, seq, run_id, stack_id, completed: bool,
 created_us, body``. ``{prefix}runs``: ``chat_id, run_id, revision, active: bool,
-lease_expires_us, body``. ``{prefix}meta``: ``{_id: "chat_seq", value}`` (the store-wide chat
-counter), ``{_id: "cursor_secret", value: Binary}``, ``{_id: "schema", version}``.
+lease_expires_us, body``. ``{prefix}archived_ids``: ``_id: UUID`` (a message, tool call or
+reasoning id of an archived chat) and ``chat_id``, so lookups by id find archived chats.
+``{prefix}meta``: ``{_id: "chat_seq", value}`` (the store-wide chat counter),
+``{_id: "cursor_secret", value: Binary}``, ``{_id: "schema", version}``.
 
 Indexes (see :func:`indexes`)
     chats: ``dedup_key`` unique, partial on ``{live: true}`` (one live chat per
@@ -58,7 +60,7 @@ Indexes (see :func:`indexes`)
     ``(chat_id, reasonings.agui_id, seq)``.
     chunks: ``(body_id, n)`` unique, ``chat_id``. steps: ``(chat_id, seq)``,
     ``(chat_id, run_id, seq)``, ``(stack_id, seq)``. runs: ``(chat_id, run_id)`` unique,
-    ``lease_expires_us`` partial on ``{active: true}``.
+    ``lease_expires_us`` partial on ``{active: true}``. archived_ids: ``chat_id``.
 
 Scale: shard ``messages`` (and ``chunks`` on ``{body_id: 1}``) with the shard key
 ``{chat_id: 1, seq: 1}``: a chat's pages stay on one shard and keyset reads are targeted.
@@ -98,7 +100,7 @@ id lists and typed fields of a message with many tool calls.
 CHUNK_BYTES = 4 * 1024 * 1024
 """Bytes of body per chunk document."""
 
-COLLECTIONS = ("chats", "messages", "chunks", "steps", "runs", "meta")
+COLLECTIONS = ("chats", "messages", "chunks", "steps", "runs", "archived_ids", "meta")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,7 @@ _INDEXES: tuple[IndexSpec, ...] = (
     IndexSpec("steps", (("stack_id", 1), ("seq", 1))),
     IndexSpec("runs", (("chat_id", 1), ("run_id", 1)), (_UNIQUE,)),
     IndexSpec("runs", (("lease_expires_us", 1),), (_partial({"active": True}),)),
+    IndexSpec("archived_ids", (("chat_id", 1),)),
 )
 
 
