@@ -230,6 +230,25 @@ class ArchiveLifecycleContract:
         await assert_one_verified_object(store, archive, chat.chat_id)
         assert (await history(store, chat.chat_id))[-1]["content"] == "late"
 
+    async def test_read_between_flip_and_delete_keeps_rows(
+        self, store: Store, archive: Any
+    ) -> None:
+        """A reader rehydrating right after the flip wins: the archiver deletes nothing."""
+        chat = await _fill(store)
+        before = await history(store, chat.chat_id)
+
+        class Raced(Archiver):
+            async def _checkpoint(self, step: str, chat_id: UUID) -> None:
+                if step == "flipped":
+                    assert await history(store, chat_id) == before
+
+        result = await Raced(store, archive).archive_chat(chat.chat_id)
+        assert result.deleted_rows == 0
+        assert (await store.get_chat(chat.chat_id)).status is ChatStatus.ACTIVE
+        assert await history(store, chat.chat_id) == before
+        await Archiver(store, archive).archive_chat(chat.chat_id)
+        await assert_one_verified_object(store, archive, chat.chat_id)
+
     async def test_archive_idle_takes_idle_active_chats(self, store: Store, archive: Any) -> None:
         """``archive_idle`` archives idle, active, live chats, at most ``limit``."""
         chats = [await _fill(store, thread=f"idle-{i}", n=3) for i in range(3)]
