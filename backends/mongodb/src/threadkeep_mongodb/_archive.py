@@ -46,37 +46,43 @@ class MongoArchiveMixin(MongoBase):
 
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
         with map_errors("delete hot messages"):
-            return await self._write(partial(self._delete_while_archived, chat_id, "messages"))
+            return await self._write(partial(self._delete_messages, chat_id))
+
+    async def _delete_messages(self, chat_id: UUID, session: Session) -> int:
+        deleted = await self._cols.messages.delete_many({"chat_id": chat_id}, session=session)
+        await self._cols.chunks.delete_many({"chat_id": chat_id}, session=session)
+        return deleted.deleted_count
 
     async def _delete_hot_steps(self, chat_id: UUID) -> int:
         with map_errors("delete hot steps"):
-            return await self._write(partial(self._delete_while_archived, chat_id, "steps"))
+            deleted = await self._cols.steps.delete_many({"chat_id": chat_id})
+        return deleted.deleted_count
 
-    async def _delete_while_archived(self, chat_id: UUID, kind: str, session: Session) -> int:
-        """Delete a chat's messages (with their chunks) or steps only while it is archived.
+    async def _delete_archived_rows(
+        self, chat_id: UUID, expected_revision: int
+    ) -> dict[str, int] | None:
+        with map_errors("delete archived rows"):
+            return await self._write(partial(self._delete_archived, chat_id, expected_revision))
+
+    async def _delete_archived(
+        self, chat_id: UUID, expected_revision: int, session: Session
+    ) -> dict[str, int] | None:
+        """Delete messages, chunks and steps of a chat archived at ``expected_revision``.
 
         In a transaction the chat document is written first (its revision bumped), so a
-        rehydration or status change of the chat conflicts with this delete instead of
-        interleaving with it; nothing deleted rolls the bump back. Without transactions the
-        check comes first and the bump last.
+        rehydration or any other write to the chat conflicts with this delete instead of
+        interleaving with it. Without transactions the check and the deletes are separate
+        steps (the standalone caveat of ``MongoStore``).
         """
-        archived = {"_id": chat_id, "status": "archived"}
-        bump = {"$inc": {"revision": 1}}
-        if session is not None:
-            bumped = await self._cols.chats.update_one(archived, bump, session=session)
-            if bumped.matched_count == 0:
-                raise Rollback(0)
-        elif await self._cols.chats.find_one(archived, {"_id": 1}) is None:
-            return 0
-        collection = self._cols.messages if kind == "messages" else self._cols.steps
-        deleted = await collection.delete_many({"chat_id": chat_id}, session=session)
-        if kind == "messages":
-            await self._cols.chunks.delete_many({"chat_id": chat_id}, session=session)
-        if deleted.deleted_count == 0:
-            raise Rollback(0)
-        if session is None:
-            await self._cols.chats.update_one({"_id": chat_id}, bump)
-        return deleted.deleted_count
+        query = {"_id": chat_id, "status": "archived", "revision": expected_revision}
+        bumped = await self._cols.chats.update_one(
+            query, {"$inc": {"revision": 1}}, session=session
+        )
+        if bumped.matched_count == 0:
+            raise Rollback(None)
+        steps = await self._cols.steps.delete_many({"chat_id": chat_id}, session=session)
+        messages = await self._delete_messages(chat_id, session)
+        return {"messages": messages, "steps": steps.deleted_count}
 
     async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
         ids = list(dict.fromkeys(item_ids))

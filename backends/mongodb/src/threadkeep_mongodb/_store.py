@@ -12,15 +12,14 @@ from pymongo.errors import PyMongoError
 
 from threadkeep import BackendUnavailable, Capabilities, InvalidArgument, Store
 
-from ._appends import MongoAppendsMixin
 from ._archive import MongoArchiveMixin
 from ._base import Collections
 from ._chats import MongoChatsMixin
 from ._codec import Document
+from ._commit import MongoCommitRunMixin
 from ._config import check_prefix, database_name
 from ._errors import is_duplicate_key, map_errors
 from ._messages import MongoMessagesMixin
-from ._runs import MongoRunsMixin
 from ._schema import SCHEMA_VERSION, collection_names, indexes
 
 __all__ = ["MongoStore"]
@@ -39,9 +38,8 @@ _STANDALONE_NOTE = (
 
 
 class MongoStore(
-    MongoRunsMixin,
+    MongoCommitRunMixin,
     MongoArchiveMixin,
-    MongoAppendsMixin,
     MongoMessagesMixin,
     MongoChatsMixin,
     Store,

@@ -1,0 +1,58 @@
+"""The MongoDB driver against the shared contract suite (threadkeep-contract-tests).
+
+Each test gets a fresh database on the test server (dropped afterwards); the back door reads
+the ``chats``, ``messages`` and ``chunks`` collections with plain queries, never through
+the store's read path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID
+
+import pytest
+from threadkeep import Store
+from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
+from threadkeep_mongodb import MongoStore
+
+
+def _mongo(store: Store) -> MongoStore:
+    assert isinstance(store, MongoStore)
+    return store
+
+
+async def _body(store: MongoStore, doc: dict[str, Any]) -> str:
+    if "body" in doc:
+        return str(doc["body"])
+    cursor = store._cols.chunks.find({"body_id": doc["body_id"]}, sort=[("n", 1)])
+    return b"".join([bytes(c["data"]) async for c in cursor]).decode("utf-8")
+
+
+class TestMongoContract(StoreContract):
+    """``mongodb://`` on the test server; a fresh database per test."""
+
+    @pytest.fixture
+    def store_factory(self, mongo_db: tuple[str, str]) -> Callable[..., Store]:
+        url, _ = mongo_db
+        return lambda **options: MongoStore(url, **options)
+
+    async def raw_chats(self, store: Store) -> list[RawChat]:
+        cursor = _mongo(store)._cols.chats.find({})
+        return [
+            RawChat.from_body(doc["body"], deleted=doc["deleted_us"] is not None)
+            async for doc in cursor
+        ]
+
+    async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
+        mongo = _mongo(store)
+        docs = await mongo._cols.messages.find({"chat_id": chat_id}).to_list(None)
+        return [
+            RawMessage.from_body(
+                await _body(mongo, doc),
+                chat_id=doc["chat_id"],
+                seq=doc["seq"],
+                hidden=doc["deleted_us"] is not None,
+            )
+            for doc in docs
+        ]
