@@ -4,6 +4,7 @@ Run from the repository root:
 
     python3 -m uv run python bench/archive_bench.py                 # 1k, 10k, 100k messages
     python3 -m uv run python bench/archive_bench.py --counts 1000000
+    python3 -m uv run python bench/archive_bench.py --synthetic --counts 10000,100000,1000000
 
 Each size runs in a fresh subprocess: a SQLite hot store (its pages live in C, outside the
 Python heap, as a server database's would) is filled with one chat of N messages (about 300
@@ -12,6 +13,8 @@ bytes of JSON each, every tenth with a tool call), then ``archive_chat`` writes 
 heap peak above the baseline (``tracemalloc``), the process's peak RSS, the time, and the
 time as a ratio to the raw driver reading the same rows (``_scan_messages`` in batches of
 1,000, the floor any archiver pays). A bounded archiver shows flat peaks as N grows.
+``--synthetic`` replaces the SQLite store by one that generates the chat on scan and drops
+restored rows, so a 1,000,000-message chat measures the archiver alone in minutes.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import tracemalloc
 from pathlib import Path
 
 from threadkeep import Archiver, FileArchive, Message, ToolCall, open_store
+from threadkeep._memory import MemoryStore
 
 BATCH = 1000
 
@@ -41,6 +45,57 @@ def _message(i: int) -> Message:
         content=f"message {i}: " + "lorem ipsum dolor sit amet " * 8,
         tool_calls=calls,
     )
+
+
+class SyntheticStore(MemoryStore):
+    """A memory store whose one big chat's messages are generated on scan, not stored.
+
+    It isolates the archiver's own memory at any size (``--synthetic``): scans synthesize
+    the requested batch, restores count and drop, and the hot-row delete keeps nothing.
+    """
+
+    def __init__(self, url: str, count: int) -> None:
+        super().__init__(url)
+        self.count = count
+
+    async def _scan_messages(self, chat_id, after_seq, limit, *, hidden=True):
+        last = min(self.count, after_seq + limit)
+        return [
+            _message(i - 1).model_copy(update={"chat_id": chat_id, "seq": i})
+            for i in range(after_seq + 1, last + 1)
+        ]
+
+    async def _restore_messages(self, chat_id, messages) -> int:
+        return len(messages)
+
+
+async def _synthetic(count: int, directory: Path) -> dict[str, float]:
+    async with (
+        SyntheticStore("memory://", count) as store,
+        FileArchive(f"file://{directory / 'archive'}") as archive,
+    ):
+        chat = await store.create_chat("bench", f"n{count}")
+        raw = await _raw_scan(store, chat.chat_id)
+        archiver = Archiver(store, archive)
+        tracemalloc.start()
+        started = time.perf_counter()
+        archive_mib = await _heap_peak(archiver.archive_chat(chat.chat_id))
+        archive_s = time.perf_counter() - started
+        started = time.perf_counter()
+        read_mib = await _heap_peak(store.list_messages(chat.chat_id, limit=50))
+        read_s = time.perf_counter() - started
+        tracemalloc.stop()
+        result = await archiver.archive_chat(chat.chat_id)
+        return {
+            "messages": count,
+            "bundle_mib": result.size / 2**20,
+            "raw_scan_s": raw,
+            "archive_s": archive_s,
+            "archive_heap_mib": archive_mib,
+            "rehydrate_s": read_s,
+            "rehydrate_heap_mib": read_mib,
+            "rss_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
 
 
 async def _raw_scan(store, chat_id) -> float:
@@ -92,18 +147,25 @@ async def _one(count: int, directory: Path) -> dict[str, float]:
         }
 
 
-def _child(count: int) -> None:
+def _child(count: int, synthetic: bool) -> None:
+    run = _synthetic if synthetic else _one
     with tempfile.TemporaryDirectory(prefix="tk-archive-bench-") as directory:
-        print(json.dumps(asyncio.run(_one(count, Path(directory)))))
+        print(json.dumps(asyncio.run(run(count, Path(directory)))))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", default="1000,10000,100000", help="comma-separated sizes")
+    parser.add_argument(
+        "--synthetic",
+        action="store_true",
+        help="generate the chat on scan instead of storing it (archiver memory alone; "
+        "timings under tracemalloc)",
+    )
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        _child(args.child)
+        _child(args.child, args.synthetic)
         return
     header = (
         f"{'messages':>9} {'bundle':>8} {'archive':>8} {'x raw':>6} {'heap pk':>8} "
@@ -112,7 +174,8 @@ def main() -> None:
     print(header)
     for count in (int(c) for c in args.counts.split(",")):
         out = subprocess.run(
-            [sys.executable, __file__, "--child", str(count)],
+            [sys.executable, __file__, "--child", str(count)]
+            + (["--synthetic"] if args.synthetic else []),
             check=True,
             capture_output=True,
             text=True,

@@ -137,12 +137,11 @@ class Line:
     async def run(self, clients: dict[str, Op], reps: int, chunk: int) -> None:
         """Time every client on ``ops`` operations per repetition, interleaved in chunks.
 
-        Interleaving (raw, sql, api, sqlite, raw, ...) every ``chunk`` operations spreads
-        load from anything else on the machine evenly over the clients.
+        Clients take turns every ``chunk`` operations (the order rotates), and every chunk
+        gives one per-operation sample, so a burst of load from anything else on the machine
+        lands on one chunk of one client and the median shrugs it off.
         """
         for rep in range(reps):
-            spent = dict.fromkeys(clients, 0.0)
-            spent_cpu = dict.fromkeys(clients, 0.0)
             for first in range(0, self.ops, chunk):
                 names = list(clients)
                 shift = (first // chunk + rep) % len(names)
@@ -151,11 +150,10 @@ class Line:
                     start, start_cpu = time.perf_counter(), time.process_time()
                     for i in range(first + rep * self.ops, first + rep * self.ops + chunk):
                         await op(i)
-                    spent[name] += time.perf_counter() - start
-                    spent_cpu[name] += time.process_time() - start_cpu
-            for name, seconds in spent.items():
-                self.times.setdefault(name, []).append(seconds / self.ops)
-                self.cpu.setdefault(name, []).append(spent_cpu[name] / self.ops)
+                    wall = (time.perf_counter() - start) / chunk
+                    cpu = (time.process_time() - start_cpu) / chunk
+                    self.times.setdefault(name, []).append(wall)
+                    self.cpu.setdefault(name, []).append(cpu)
 
 
 def bench_url() -> str:
@@ -308,7 +306,7 @@ async def line_append_one(
     clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store, api_chat.chat_id)}
     if lite is not None:
         clients["sqlite"] = run_api(lite, (await lite.create_chat("bench", "one")).chat_id)
-    await line.run(clients, reps, chunk=500)
+    await line.run(clients, reps, chunk=25)
 
 
 async def line_append_batches(
@@ -351,7 +349,7 @@ async def line_append_batches(
     clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store, api_chat.chat_id)}
     if lite is not None:
         clients["sqlite"] = run_api(lite, (await lite.create_chat("bench", "batch")).chat_id)
-    await line.run(clients, reps, chunk=100)
+    await line.run(clients, reps, chunk=25)
 
 
 async def line_page(
@@ -389,7 +387,7 @@ async def line_page(
     clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store, chat_id)}
     if "sqlite" in stores:
         clients["sqlite"] = run_api(*stores["sqlite"])
-    await line.run(clients, reps, chunk=100)
+    await line.run(clients, reps, chunk=25)
 
 
 async def line_chat_list(
@@ -435,7 +433,7 @@ async def line_chat_list(
     clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store)}
     if "sqlite" in stores:
         clients["sqlite"] = run_api(stores["sqlite"])
-    await line.run(clients, reps, chunk=50)
+    await line.run(clients, reps, chunk=25)
 
 
 # -- SQLite loading (no COPY: executemany on the file) --------------------------------------
