@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -83,3 +84,12 @@ async def test_an_older_schema_is_migrated_on_open(engine_url) -> None:
             assert await conn.run_sync(current_revision) == head_revision()
         chat = await store.create_chat("u", "t")
         assert await store._index_archived_ids(chat.chat_id, [chat.chat_id]) == 1
+
+
+async def test_relative_file_url_opens_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    async with SqlStore("sqlite+aiosqlite:///./threadkeep.db") as store:
+        await store.create_chat("u", "t")
+    assert (tmp_path / "threadkeep.db").is_file()
