@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from ._errors import InvalidArgument
+from ._errors import Conflict, InvalidArgument
 from ._models import Boundary, Message, MessageKind, Role
 from ._store_nested import NestedOps
 
 __all__ = ["ContextOps", "trim_orphan_tool_results"]
 
 _BATCH = 200
+_MAX_REDRAWS = 64
 
 
 def trim_orphan_tool_results(messages: list[Message]) -> list[Message]:
@@ -58,13 +59,9 @@ class ContextOps(NestedOps):
         last = page.items[-1]
         if last.kind is MessageKind.BOUNDARY:
             return last
-        boundary = self.message_model(
-            role=Role.SYSTEM,
-            kind=MessageKind.BOUNDARY,
-            boundary=Boundary(reason="start_over"),
-            agui_id=f"threadkeep:start_over:{last.seq}",
+        return await self._draw_line(
+            chat_id, f"threadkeep:start_over:{last.seq}", Boundary(reason="start_over"), ""
         )
-        return await self.append_message(chat_id, boundary)
 
     async def compact(self, chat_id: UUID, summary: str, upto_seq: int) -> Message:
         """Append a compaction boundary whose ``content`` summarizes messages up to a seq.
@@ -88,14 +85,39 @@ class ContextOps(NestedOps):
         if newest is None or upto_seq > newest or upto_seq < 0:
             msg = f"upto_seq {upto_seq} is not a seq of chat {chat_id} (newest: {newest})"
             raise InvalidArgument(msg)
-        boundary = self.message_model(
-            role=Role.SYSTEM,
-            kind=MessageKind.BOUNDARY,
-            boundary=Boundary(reason="compaction", upto_seq=upto_seq),
-            content=summary,
-            agui_id=f"threadkeep:compaction:{upto_seq}",
+        return await self._draw_line(
+            chat_id,
+            f"threadkeep:compaction:{upto_seq}",
+            Boundary(reason="compaction", upto_seq=upto_seq),
+            summary,
         )
-        return await self.append_message(chat_id, boundary)
+
+    async def _draw_line(
+        self, chat_id: UUID, agui_id: str, marker: Boundary, content: str
+    ) -> Message:
+        """Append a boundary idempotently under ``agui_id``; return the one in effect.
+
+        A stored boundary with that id that was hidden since (``delete_messages``, an
+        "undo") is passed over: the next id in the chain (``agui_id:seq``) is tried, so
+        the line is drawn again instead of the hidden one being returned. Concurrent
+        callers walk the same chain and meet on one boundary.
+
+        Raises:
+            Conflict: If the chain is implausibly long (a driver returning hidden rows).
+        """
+        for _ in range(_MAX_REDRAWS):
+            boundary = self.message_model(
+                role=Role.SYSTEM,
+                kind=MessageKind.BOUNDARY,
+                boundary=marker,
+                content=content,
+                agui_id=agui_id,
+            )
+            line = await self.append_message(chat_id, boundary)
+            if line.deleted_at is None:
+                return line
+            agui_id = f"{agui_id}:{line.seq}"
+        raise Conflict(f"chat {chat_id}: {_MAX_REDRAWS} hidden boundaries under {agui_id!r}")
 
     async def context_messages(
         self, chat_id: UUID, *, max_messages: int | None = None

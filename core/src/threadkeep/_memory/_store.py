@@ -224,7 +224,9 @@ class MemoryStore(MemoryRunsMixin, Store):
         chat = state.chats[chat_id]
         results: list[tuple[MessageRow, bool]] = []
         for item in messages:
-            seq = state.agui_index.get((chat_id, item.message.agui_id or ""))
+            agui_id = item.message.agui_id
+            # `None` means "no client id": it must never match a message whose id is "".
+            seq = None if agui_id is None else state.agui_index.get((chat_id, agui_id))
             existing = chat.messages.get(seq) if seq is not None else None
             if existing is not None:
                 if existing.fingerprint != item.fingerprint:
