@@ -1,0 +1,116 @@
+"""Archive primitives (SPEC section 3, "Cold archive"), capability ``archive``.
+
+Cold archiving scans a chat's hot rows, writes them to object storage, deletes them, and can
+restore them exactly; these tests check the driver primitives it is built on.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+from uuid import UUID
+
+import pytest
+
+from threadkeep import Capabilities, Message, Reasoning, Step, StepStatus, Store, ToolCall
+
+from ._base import ContractBase, require_capability
+from ._helpers import body_of, walk_messages
+
+__all__ = ["ArchiveTests", "scan_all_messages"]
+
+archive_capability = pytest.mark.threadkeep_capability("archive")
+
+
+async def scan_all_messages(store: Store, chat_id: UUID, batch: int = 7) -> list[Message]:
+    """Return every hot message of a chat, hidden ones included, via ``_scan_messages``."""
+    found: list[Message] = []
+    after = 0
+    while scanned := await store._scan_messages(chat_id, after, batch):
+        found.extend(scanned)
+        after = scanned[-1].seq or after
+    return found
+
+
+def _fingerprint(message: Message) -> tuple[object, ...]:
+    return (message.seq, message.created_at, message.deleted_at is not None, body_of(message))
+
+
+class ArchiveTests(ContractBase):
+    """``_scan_messages`` / ``_delete_hot_messages`` / ``_restore_messages`` round trip."""
+
+    contract_area: ClassVar[str] = "Archive primitives"
+
+    @pytest.mark.asyncio
+    @archive_capability
+    async def test_scan_delete_restore_round_trip(self, store: Store) -> None:
+        """Scanned rows (hidden ones too), deleted and restored, read back exactly as before."""
+        chat = await store.create_chat("u-archive", "t-round-trip")
+        sent = [
+            Message(
+                role="user",
+                agui_id=f"a{i}",
+                content=f"m{i}\x00",
+                tool_calls=[ToolCall(agui_id=f"c{i}", arguments="{ }")] if i % 3 == 0 else [],
+                reasonings=[Reasoning(content="r")] if i % 4 == 0 else [],
+            )
+            for i in range(23)
+        ]
+        stored = await store.append_messages(chat.chat_id, sent)
+        await store.delete_messages(chat.chat_id, [stored[5].message_id, stored[6].message_id])
+        before = await walk_messages(store, chat.chat_id, limit=6)
+        scanned = await scan_all_messages(store, chat.chat_id)
+        assert [m.message_id for m in scanned] == [m.message_id for m in stored], (
+            "scan lost or reordered rows"
+        )
+        assert sum(m.deleted_at is not None for m in scanned) == 2, "scan must include hidden rows"
+        assert await store._delete_hot_messages(chat.chat_id) == 23
+        assert await self.raw_messages(store, chat.chat_id) == []
+        assert (await store.list_messages(chat.chat_id)).items == []
+        assert await store._restore_messages(chat.chat_id, scanned) == 23
+        assert await store._restore_messages(chat.chat_id, scanned) == 0, (
+            "restore must be idempotent"
+        )
+        after = await walk_messages(store, chat.chat_id, limit=6)
+        assert [_fingerprint(m) for m in after.items] == [_fingerprint(m) for m in before.items]
+        assert [_fingerprint(m) for m in await scan_all_messages(store, chat.chat_id)] == [
+            _fingerprint(m) for m in scanned
+        ]
+        found = await store.get_tool_call_by_agui_id(chat.chat_id, "c3")
+        assert found is not None
+        newest = max(m.seq or 0 for m in scanned)
+        appended = await store.append_message(chat.chat_id, Message(role="user", content="after"))
+        assert appended.seq is not None
+        assert appended.seq > newest
+        retried = await store.append_message(chat.chat_id, sent[0])
+        assert retried.message_id == stored[0].message_id, "restored agui_ids must stay idempotent"
+
+    @pytest.mark.asyncio
+    @archive_capability
+    async def test_steps_archive_round_trip(self, store: Store, capabilities: Capabilities) -> None:
+        """With ``steps`` too: steps are scanned, deleted and restored exactly."""
+        require_capability(capabilities, "steps")
+        chat = await store.create_chat("u-archive", "t-steps")
+        steps = [
+            Step(
+                chat_id=chat.chat_id,
+                run_id="r",
+                stack_id="s",
+                type="llm",
+                status=StepStatus.COMPLETED,
+                output=i,
+            )
+            for i in range(5)
+        ]
+        await store.save_steps(steps)
+        scanned = await store._scan_steps(chat.chat_id, 0, 100)
+        assert [s.step_id for s in scanned] == [s.step_id for s in steps]
+        assert await store._delete_hot_steps(chat.chat_id) == 5
+        assert await store.get_steps(chat.chat_id, "r") == []
+        assert await store._restore_steps(chat.chat_id, scanned) == 5
+        assert await store._restore_steps(chat.chat_id, scanned) == 0
+        assert await store.get_steps(chat.chat_id, "r") == scanned
+        (extra,) = await store.save_steps(
+            [Step(chat_id=chat.chat_id, run_id="r", stack_id="s", type="llm")]
+        )
+        assert extra.seq is not None
+        assert extra.seq > max(s.seq or 0 for s in scanned)

@@ -1,0 +1,181 @@
+"""Boundaries and context (SPEC section 3, "Boundaries"): start over, compaction, windows."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import ClassVar
+
+import pytest
+
+from threadkeep import (
+    ChatNotFound,
+    IdempotencyConflict,
+    InvalidArgument,
+    Message,
+    MessageKind,
+    Role,
+    Store,
+    ToolCall,
+)
+
+from ._base import ContractBase
+from ._helpers import walk_messages
+
+__all__ = ["BoundaryTests", "assert_no_orphan_tool_results"]
+
+
+def assert_no_orphan_tool_results(window: list[Message]) -> None:
+    """Assert every tool result in a context window answers a call earlier in the window."""
+    calls: set[str] = set()
+    for message in window:
+        if message.role is Role.TOOL:
+            assert message.tool_call_ref in calls, (
+                f"context holds tool result {message.content!r} whose call "
+                f"{message.tool_call_ref!r} was cut off"
+            )
+        calls.update(c.agui_id for c in message.tool_calls if c.agui_id)
+
+
+def _tool_turn(call_id: str) -> list[Message]:
+    return [
+        Message(role="user", content=f"ask {call_id}"),
+        Message(
+            role="assistant",
+            tool_calls=[ToolCall(agui_id=call_id, name="lookup", arguments="{}")],
+        ),
+        Message(role="tool", tool_call_ref=call_id, content=f"result {call_id}"),
+        Message(role="assistant", content=f"answer {call_id}"),
+    ]
+
+
+class BoundaryTests(ContractBase):
+    """``start_over``, ``compact`` and ``context_messages``."""
+
+    contract_area: ClassVar[str] = "Boundaries & context"
+
+    @pytest.mark.asyncio
+    async def test_start_over_is_idempotent(self, store: Store) -> None:
+        """``start_over`` on an empty chat or right after a boundary adds nothing."""
+        chat = await store.create_chat("u-bound", "t-idem")
+        assert await store.start_over(chat.chat_id) is None
+        assert await self.raw_messages(store, chat.chat_id) == []
+        await store.append_message(chat.chat_id, Message(role="user", content="one"))
+        first = await store.start_over(chat.chat_id)
+        second = await store.start_over(chat.chat_id)
+        assert first is not None
+        assert second is not None
+        assert first.kind is MessageKind.BOUNDARY
+        assert second.message_id == first.message_id
+        concurrent = await asyncio.gather(*(store.start_over(chat.chat_id) for _ in range(5)))
+        assert {b.message_id for b in concurrent if b is not None} == {first.message_id}
+        rows = await self.raw_messages(store, chat.chat_id)
+        assert len(rows) == 2, "start_over repeated after a boundary added another marker"
+
+    @pytest.mark.asyncio
+    async def test_concurrent_start_over_draws_one_line(self, store: Store) -> None:
+        """Concurrent ``start_over`` calls on a chat with new messages draw one boundary."""
+        chat = await store.create_chat("u-bound", "t-race")
+        await store.append_message(chat.chat_id, Message(role="user", content="one"))
+        results = await asyncio.gather(*(store.start_over(chat.chat_id) for _ in range(8)))
+        assert len({b.message_id for b in results if b is not None}) == 1
+        assert len(await self.raw_messages(store, chat.chat_id)) == 2
+
+    @pytest.mark.asyncio
+    async def test_context_follows_last_boundary(self, store: Store) -> None:
+        """Context holds only what follows the last boundary; history keeps everything."""
+        chat = await store.create_chat("u-bound", "t-context")
+        await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"a{i}") for i in range(3)]
+        )
+        await store.start_over(chat.chat_id)
+        await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"b{i}") for i in range(3)]
+        )
+        await store.start_over(chat.chat_id)
+        after = [Message(role="user", content="c0"), Message(role="assistant", content="c1")]
+        await store.append_messages(chat.chat_id, after)
+        context = await store.context_messages(chat.chat_id)
+        assert [m.content for m in context] == ["c0", "c1"]
+        assert all(m.kind is MessageKind.MESSAGE for m in context)
+        history = await walk_messages(store, chat.chat_id, limit=3)
+        kinds = [m.kind for m in history.items]
+        assert len(history.items) == 10
+        assert kinds.count(MessageKind.BOUNDARY) == 2
+        assert [m.content for m in await store.context_messages(chat.chat_id, max_messages=1)] == [
+            "c1"
+        ]
+        await store.start_over(chat.chat_id)
+        assert await store.context_messages(chat.chat_id) == []
+
+    @pytest.mark.asyncio
+    async def test_compaction_summary_comes_first(self, store: Store) -> None:
+        """After ``compact``, context is the summary, then the messages after ``upto_seq``."""
+        chat = await store.create_chat("u-bound", "t-compact")
+        stored = await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"m{i}") for i in range(6)]
+        )
+        upto = stored[3].seq
+        assert upto is not None
+        summary = await store.compact(chat.chat_id, "summary of m0..m3 — 摘要", upto)
+        assert summary.kind is MessageKind.BOUNDARY
+        assert summary.boundary is not None
+        assert (summary.boundary.reason, summary.boundary.upto_seq) == ("compaction", upto)
+        await store.append_message(chat.chat_id, Message(role="user", content="m6"))
+        context = await store.context_messages(chat.chat_id)
+        assert [m.content for m in context] == ["summary of m0..m3 — 摘要", "m4", "m5", "m6"]
+        assert context[0].message_id == summary.message_id
+        again = await store.compact(chat.chat_id, "summary of m0..m3 — 摘要", upto)
+        assert again.message_id == summary.message_id
+        with pytest.raises(IdempotencyConflict):
+            await store.compact(chat.chat_id, "another summary", upto)
+        history = await walk_messages(store, chat.chat_id, limit=50)
+        assert [m.content for m in history.items][:6] == [f"m{i}" for i in range(6)]
+
+    @pytest.mark.asyncio
+    async def test_compact_checks_upto_seq(self, store: Store) -> None:
+        """``compact`` beyond the newest seq, below zero, or on an empty chat is refused."""
+        chat = await store.create_chat("u-bound", "t-compact-bad")
+        with pytest.raises(InvalidArgument):
+            await store.compact(chat.chat_id, "nothing to summarize", 0)
+        stored = await store.append_message(chat.chat_id, Message(role="user", content="x"))
+        assert stored.seq is not None
+        for bad in (stored.seq + 1, -1):
+            with pytest.raises(InvalidArgument):
+                await store.compact(chat.chat_id, "s", bad)
+        assert len(await self.raw_messages(store, chat.chat_id)) == 1
+
+    @pytest.mark.asyncio
+    async def test_context_never_starts_with_orphan_tool_result(self, store: Store) -> None:
+        """A context window never holds a tool result whose call was cut off."""
+        chat = await store.create_chat("u-bound", "t-orphan")
+        first = await store.append_messages(chat.chat_id, _tool_turn("call-1"))
+        await store.append_messages(chat.chat_id, _tool_turn("call-2"))
+        call_seq = first[1].seq
+        assert call_seq is not None
+        await store.compact(chat.chat_id, "summary up to the first call", call_seq)
+        context = await store.context_messages(chat.chat_id)
+        assert context[0].content == "summary up to the first call"
+        assert_no_orphan_tool_results(context)
+        assert "result call-2" in [m.content for m in context]
+        assert "result call-1" not in [m.content for m in context]
+        for size in range(1, 8):
+            window = await store.context_messages(chat.chat_id, max_messages=size)
+            assert_no_orphan_tool_results(window)
+            assert window[0].content == "summary up to the first call"
+
+    @pytest.mark.asyncio
+    async def test_context_skips_hidden_messages_and_checks_arguments(self, store: Store) -> None:
+        """Hidden messages stay out of context; bad arguments and deleted chats are refused."""
+        chat = await store.create_chat("u-bound", "t-hidden")
+        stored = await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"h{i}") for i in range(3)]
+        )
+        await store.delete_messages(chat.chat_id, [stored[1].message_id])
+        assert [m.content for m in await store.context_messages(chat.chat_id)] == ["h0", "h2"]
+        with pytest.raises(InvalidArgument):
+            await store.context_messages(chat.chat_id, max_messages=0)
+        await store.delete_chat(chat.chat_id)
+        with pytest.raises(ChatNotFound):
+            await store.context_messages(chat.chat_id)
+        with pytest.raises(ChatNotFound):
+            await store.start_over(chat.chat_id)

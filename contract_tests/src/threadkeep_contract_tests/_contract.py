@@ -1,0 +1,58 @@
+"""``StoreContract``: every contract area in one base class a driver's test class subclasses."""
+
+from __future__ import annotations
+
+from ._archive import ArchiveTests
+from ._boundaries import BoundaryTests
+from ._capabilities import CapabilityTests
+from ._content import ContentTests
+from ._deletion import DeletionTests
+from ._idempotency import IdempotencyTests
+from ._nested import NestedTests
+from ._ordering import OrderingTests
+from ._pages import PageTests
+from ._property import StateMachineTests
+from ._steps import StepTests
+from ._time import TimeTests
+
+__all__ = ["AREA_MIXINS", "StoreContract"]
+
+
+class StoreContract(
+    OrderingTests,
+    IdempotencyTests,
+    ContentTests,
+    PageTests,
+    BoundaryTests,
+    DeletionTests,
+    TimeTests,
+    NestedTests,
+    StepTests,
+    ArchiveTests,
+    CapabilityTests,
+    StateMachineTests,
+):
+    """The whole threadkeep store contract (SPEC section 3) as one pytest base class.
+
+    Subclass it in a test module, name the subclass ``Test...``, and provide:
+
+    * a fixture ``store_factory`` returning a synchronous ``(**options) -> Store`` that
+      builds an *unopened* store on the same storage every time it is called within one
+      test, and on fresh storage for every test. Tests call it with the standard options
+      (``cursor_secret``, ``clock``, ``max_message_bytes``, ``message_model``) and call it
+      several times to reopen the store or open a second instance.
+    * ``async def raw_chats(self, store) -> list[RawChat]`` and
+      ``async def raw_messages(self, store, chat_id) -> list[RawMessage]``: the back door,
+      reading what is stored without the store's own read path.
+
+    Optionally set ``known_divergences = {"test_name": "why"}``: those tests run as strict
+    xfails, so fixing the driver makes the run fail until the entry is removed.
+
+    Fixtures it adds: ``store`` (opened, closed after the test) and ``capabilities``
+    (``type(store).capabilities``). Tests needing a capability skip with
+    "driver does not declare capability '<name>'".
+    """
+
+
+AREA_MIXINS = StoreContract.__mro__[1:13]
+"""The mixin classes, one per contract area, in the order the matrix lists them."""

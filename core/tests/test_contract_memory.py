@@ -1,0 +1,49 @@
+"""The in-memory reference driver passes the whole contract suite (threadkeep-contract-tests).
+
+Its back door reads ``MemoryStore._state`` directly, never the store's read path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from uuid import UUID, uuid4
+
+import pytest
+
+from threadkeep import Store
+from threadkeep._memory import MemoryStore
+from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
+
+
+def _state_of(store: Store) -> Any:
+    assert isinstance(store, MemoryStore)
+    return store._state
+
+
+class TestMemoryStore(StoreContract):
+    """``memory://<unique name>`` per test: named stores share state across reopen."""
+
+    @pytest.fixture
+    def store_factory(self) -> Callable[..., Store]:
+        url = f"memory://contract-{uuid4().hex}"
+        return lambda **options: MemoryStore(url, **options)
+
+    async def raw_chats(self, store: Store) -> list[RawChat]:
+        state = _state_of(store)
+        with state.lock:
+            return [
+                RawChat.from_body(row.body, deleted=row.deleted) for row in state.chats.values()
+            ]
+
+    async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
+        state = _state_of(store)
+        with state.lock:
+            row = state.chats.get(chat_id)
+            rows = [] if row is None else list(row.messages.values())
+            return [
+                RawMessage.from_body(
+                    m.body, chat_id=m.chat_id, seq=m.seq, hidden=m.deleted_at is not None
+                )
+                for m in rows
+            ]
