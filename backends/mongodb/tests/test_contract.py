@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+
 from threadkeep import Store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 from threadkeep_mongodb import MongoStore
