@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from threadkeep import FileArchive, Store
 from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
 

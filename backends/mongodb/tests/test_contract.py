@@ -8,12 +8,12 @@ the store's read path.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 from uuid import UUID
 
 import pytest
 
-from threadkeep import Store
+from threadkeep import Capabilities, Store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 from threadkeep_mongodb import MongoStore
 
@@ -57,3 +57,27 @@ class TestMongoContract(StoreContract):
             )
             for doc in docs
         ]
+
+
+class StandaloneMongoStore(MongoStore):
+    """The store as a standalone server (no transactions) makes it: its class says so."""
+
+    capabilities: ClassVar[Capabilities] = MongoStore.capabilities.model_copy(
+        update={"transactions": False}
+    )
+
+    def __init__(self, url: str, **options: Any) -> None:
+        super().__init__(url, use_transactions=False, **options)
+
+
+class TestMongoContractWithoutTransactions(TestMongoContract):
+    """The standalone-server code path (``use_transactions=False``) on the same server.
+
+    The suite reads ``type(store).capabilities``, so the factory builds a subclass whose
+    class declares ``transactions=False``, as an open store on a standalone server reports.
+    """
+
+    @pytest.fixture
+    def store_factory(self, mongo_db: tuple[str, str]) -> Callable[..., Store]:
+        url, _ = mongo_db
+        return lambda **options: StandaloneMongoStore(url, **options)
