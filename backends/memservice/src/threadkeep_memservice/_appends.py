@@ -167,7 +167,7 @@ class AppendPrimitives(ReadHelpers):
         """Raise ``IdempotencyConflict`` if a stored message differs from the one sent again."""
         for item, key in zip(messages, keys, strict=True):
             existing = stored.get(key)
-            if existing is not None and self.fingerprint(existing) != item.fingerprint:
+            if existing is not None and not self._same_payload(existing, item):
                 msg = (
                     f"agui_id {existing.agui_id!r} is already stored in chat {existing.chat_id} "
                     f"(message {existing.message_id}, seq {existing.seq}) with a different "
