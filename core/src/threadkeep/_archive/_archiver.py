@@ -220,7 +220,7 @@ class Archiver:
         if existing is not None and existing.sha256 == stats.sha256:
             return stats, True
         metadata = _metadata(chat, stats)
-        body = _once(bytes(spool)) if spool is not None else self._second_pass(chat)
+        body = _slices(spool) if spool is not None else self._second_pass(chat)
         if existing is None:
             try:
                 await self.archive.put(key, body, metadata=metadata)
@@ -384,5 +384,7 @@ def _metadata(chat: Chat, stats: BundleStats) -> dict[str, str]:
     }
 
 
-async def _once(data: bytes) -> AsyncIterator[bytes]:
-    yield data
+async def _slices(data: bytearray, size: int = 1 << 20) -> AsyncIterator[bytes]:
+    """Yield a spooled body in 1 MiB copies (one full copy would double the spool)."""
+    for start in range(0, len(data), size):
+        yield bytes(data[start : start + size])
