@@ -38,7 +38,7 @@ def _deleted_clause(chat_filter: ChatFilter) -> Document:
     if chat_filter.deleted == "exclude":
         return {"live": True}
     if chat_filter.deleted == "only":
-        return {"live": False}
+        return {"deleted_us": {"$ne": None}}
     return {}
 
 

@@ -111,12 +111,10 @@ class MongoStore(
 
     async def _open(self) -> None:
         with map_errors("open the MongoDB store"):
-            client: AsyncMongoClient[Document] = AsyncMongoClient(
-                self.url,
-                **{"appname": "threadkeep", **self._client_options},
-                uuidRepresentation="standard",
-                document_class=dict,
-            )
+            # The driver relies on these two: standard UUIDs, and plain dict documents.
+            options = {"appname": "threadkeep", **self._client_options}
+            options.update(uuidRepresentation="standard", document_class=dict)
+            client: AsyncMongoClient[Document] = AsyncMongoClient(self.url, **options)
             try:
                 await self._connect(client)
             except BaseException:
