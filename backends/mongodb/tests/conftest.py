@@ -2,7 +2,8 @@
 
 The server comes from ``THREADKEEP_TEST_MONGODB_URL`` (``bash .ci/services/mongodb.sh start``
 then ``eval "$(bash .ci/services/mongodb.sh env)"``). Without it the tests skip with a
-reason, unless ``THREADKEEP_REQUIRE_SERVICES=1``, where a missing server is a failure. Each
+reason, unless ``THREADKEEP_REQUIRE_SERVICES=1`` (or ``--threadkeep-require-services``),
+where a missing server is a failure. Each
 test gets its own database (small collections: the test server scans some queries), which
 is dropped afterwards.
 
@@ -11,7 +12,6 @@ Tests run with ``--import-mode=importlib``, so helpers are handed out as fixture
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from pymongo import AsyncMongoClient
 
+from threadkeep_contract_tests import require_service
 from threadkeep_mongodb import MongoStore
 
 MONGODB_ENV = "THREADKEEP_TEST_MONGODB_URL"
@@ -27,13 +28,8 @@ MakeStore = Callable[..., MongoStore]
 
 
 def server_url() -> str:
-    """Return the test server's URL, or skip/fail as the environment says."""
-    url = os.environ.get(MONGODB_ENV, "").strip()
-    if url:
-        return url
-    if os.environ.get("THREADKEEP_REQUIRE_SERVICES", "").strip().lower() in {"1", "true", "yes"}:
-        pytest.fail(f"{MONGODB_ENV} is not set and THREADKEEP_REQUIRE_SERVICES=1", pytrace=False)
-    pytest.skip(f"{MONGODB_ENV} is not set (start it: bash .ci/services/mongodb.sh start)")
+    """Return the test server's URL, or skip (fail when services are required)."""
+    return require_service(MONGODB_ENV, "MongoDB (bash .ci/services/mongodb.sh start)")
 
 
 def with_database(url: str, database: str) -> str:
