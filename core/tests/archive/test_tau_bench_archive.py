@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -153,8 +154,23 @@ def test_import_archive_read_back_and_erase(cli, stores) -> None:
         async with open_store(url, **options) as store:
             return await store.erase_user(USER)
 
+    ids = [
+        UUID(item[key])
+        for messages in before.values()
+        for message in messages
+        for item, key in [(message, "message_id")]
+        + [(call, "tool_call_id") for call in message["tool_calls"]]
+    ]
+
+    async def indexed() -> int:
+        async with open_store(url, **options) as store:
+            return sum([await store._archived_chat_of(i) is not None for i in ids])
+
+    assert asyncio.run(indexed()) == len(ids)  # every id findable while archived
     receipt = asyncio.run(erase())
     assert receipt.stores["archive"] == {"bundles": CHATS, "messages": MESSAGES, "steps": 0}
     assert receipt.stores["hot"]["chats"] == CHATS
+    assert receipt.stores["hot"].get("archived_ids", len(ids)) == len(ids)
     assert asyncio.run(back_door()) == ({}, 0)
+    assert asyncio.run(indexed()) == 0
     assert asyncio.run(_keys(archive_url)) == []
