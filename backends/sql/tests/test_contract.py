@@ -1,0 +1,78 @@
+"""The shared contract suite (threadkeep-contract-tests) on SQLite and PostgreSQL.
+
+The back door reads rows with the engines' own drivers (sqlite3, asyncpg), not through
+``SqlStore``: a read-path bug cannot hide a write bug.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+import pytest
+from sqlalchemy.engine import make_url
+from threadkeep import Store
+from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
+from threadkeep_sql import SqlStore
+
+CHATS_SQL = "SELECT body, deleted_at IS NOT NULL FROM chats"
+MESSAGES_SQL = (
+    "SELECT body, seq, deleted_at IS NOT NULL FROM messages WHERE chat_id = {} ORDER BY seq"
+)
+
+
+class TestSqliteContract(StoreContract):
+    """SQLite file, one per test."""
+
+    @pytest.fixture
+    def store_factory(self, tmp_path: Path) -> Callable[..., Store]:
+        self.path = tmp_path / "contract.db"
+        url = f"sqlite+aiosqlite:///{self.path}"
+        return lambda **options: SqlStore(url, **options)
+
+    async def raw_chats(self, store: Store) -> list[RawChat]:
+        with closing(sqlite3.connect(self.path)) as conn:
+            rows = conn.execute(CHATS_SQL).fetchall()
+        return [RawChat.from_body(body, deleted=bool(deleted)) for body, deleted in rows]
+
+    async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
+        with closing(sqlite3.connect(self.path)) as conn:
+            rows = conn.execute(MESSAGES_SQL.format("?"), (chat_id.hex,)).fetchall()
+        return [
+            RawMessage.from_body(body, chat_id=chat_id, seq=seq, hidden=bool(hidden))
+            for body, seq, hidden in rows
+        ]
+
+
+class TestPostgresContract(StoreContract):
+    """PostgreSQL, a fresh schema per test."""
+
+    @pytest.fixture
+    def store_factory(self, pg_schema: tuple[str, str]) -> Callable[..., Store]:
+        url, schema = pg_schema  # conftest: a fresh schema, dropped after the test
+        self.dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self.schema = schema
+        return lambda **options: SqlStore(url, schema=schema, **options)
+
+    async def _fetch(self, sql: str, *args: Any) -> list[Any]:
+        conn = await asyncpg.connect(self.dsn, server_settings={"search_path": self.schema})
+        try:
+            return list(await conn.fetch(sql, *args))
+        finally:
+            await conn.close()
+
+    async def raw_chats(self, store: Store) -> list[RawChat]:
+        rows = await self._fetch(CHATS_SQL)
+        return [RawChat.from_body(body, deleted=deleted) for body, deleted in rows]
+
+    async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
+        rows = await self._fetch(MESSAGES_SQL.format("$1"), chat_id)
+        return [
+            RawMessage.from_body(body, chat_id=chat_id, seq=seq, hidden=hidden)
+            for body, seq, hidden in rows
+        ]
