@@ -16,6 +16,7 @@ from uuid import UUID
 import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
+
 from threadkeep import Store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 from threadkeep_sql import SqlStore
