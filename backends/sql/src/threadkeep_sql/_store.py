@@ -13,9 +13,11 @@ on PostgreSQL, ``messages`` and ``message_refs`` would become ``PARTITION BY HAS
 (chat_id)`` tables (for example 64 partitions, ``FOR VALUES WITH (MODULUS 64, REMAINDER
 n)``), each partition carrying its own ``(chat_id, seq)`` primary key and
 ``(chat_id, agui_id)`` unique index, which PostgreSQL allows because both contain the
-partition key. Every query then prunes to one partition; ``message_id`` uniqueness would move
-to the application (UUIDv4) or a small lookup table, because a unique index on a partitioned
-table must include the partition key. The next step is Citus with ``chat_id`` as the
+partition key. Every query that names a chat then prunes to one partition; ``message_id``
+uniqueness would move to the application (UUIDv4) or a small id -> chat lookup table
+(because a unique index on a partitioned table must include the partition key), and the
+lookups by message, tool-call or reasoning id, which carry no ``chat_id``, would read that
+table first (as ``archived_ids`` already does for archived chats). The next step is Citus with ``chat_id`` as the
 distribution column (co-locating ``messages``, ``message_refs``, ``steps`` and ``runs``),
 and cold chats go to object storage through the archive service. Partitioning is not
 implemented here; the schema is ready for it.
