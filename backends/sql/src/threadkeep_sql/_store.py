@@ -17,10 +17,10 @@ partition key. Every query that names a chat then prunes to one partition; ``mes
 uniqueness would move to the application (UUIDv4) or a small id -> chat lookup table
 (because a unique index on a partitioned table must include the partition key), and the
 lookups by message, tool-call or reasoning id, which carry no ``chat_id``, would read that
-table first (as ``archived_ids`` already does for archived chats). The next step is Citus with ``chat_id`` as the
-distribution column (co-locating ``messages``, ``message_refs``, ``steps`` and ``runs``),
-and cold chats go to object storage through the archive service. Partitioning is not
-implemented here; the schema is ready for it.
+table first (as ``archived_ids`` already does for archived chats). The next step is Citus
+with ``chat_id`` as the distribution column (co-locating ``messages``, ``message_refs``,
+``steps`` and ``runs``), and cold chats go to object storage through the archive service.
+Partitioning is not implemented here; the schema is ready for it.
 """
 
 from __future__ import annotations
