@@ -16,31 +16,32 @@ from typing import Any, ClassVar
 from uuid import UUID, uuid4
 
 import pytest
+from hypothesis import note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import precondition, rule, run_state_machine_as_test
 
-from threadkeep import Store
+from threadkeep import Capabilities, MessageNotFound, Store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
+from threadkeep_contract_tests.stateful import StoreStateMachine
 from threadkeep_memservice import MemServiceStore, locator_write_fault
-from threadkeep_memservice.emulator import FaultRule, drop_named_service
+from threadkeep_memservice.emulator import FaultRule, NotFoundError, drop_named_service
 
 from .backdoor import raw_chats, raw_messages
 
-DIVERGENCES: dict[str, str] = {}
+FAULT_SEED = 2
+"""Seed the fault table restarts from at every open: the n-th locator write after an open
+is lost or not the same way on every replay (seed 2 loses 6 of the first 30 at 20 %)."""
 
 
 class _MemServiceContract(StoreContract):
-    faults: ClassVar[tuple[FaultRule, ...]] = ()
-
     @pytest.fixture
     def store_factory(self) -> Iterator[Callable[..., Store]]:
         name = f"contract-{uuid4().hex}"
         rules = self.fresh_faults()
 
         def factory(**options: Any) -> Store:
-            # Reseeding on open makes the lost locators a function of the calls made, so a
-            # Hypothesis example replays with the same faults.
-            return MemServiceStore(
-                f"memservice://{name}", faults=rules, fault_seed=0 if rules else None, **options
-            )
+            seed = FAULT_SEED if rules else None
+            return MemServiceStore(f"memservice://{name}", faults=rules, fault_seed=seed, **options)
 
         yield factory
         drop_named_service(name)
@@ -60,13 +61,46 @@ class _MemServiceContract(StoreContract):
 class TestMemServiceContract(_MemServiceContract):
     """No faults: every rule of the contract."""
 
-    known_divergences: ClassVar[dict[str, str]] = dict(DIVERGENCES)
+
+class _ColdReplicaMachine(StoreStateMachine):
+    """The suite's machine, where appending a nested record may miss a lost locator.
+
+    Stopgap until the suite routes ``append_nested`` through its ``lookup`` helper (as it
+    does ``update_tool_call``): a ``MessageNotFound`` is accepted only when the message's
+    locator is really absent from the service, so a driver bug still fails the run.
+    """
+
+    @precondition(lambda self: self.has_messages())
+    @rule(data=st.data(), list_field=st.sampled_from(["tool_calls", "reasonings"]))
+    def append_nested(self, data: st.DataObject, list_field: str) -> None:
+        try:
+            super().append_nested(data, list_field)
+        except MessageNotFound as exc:
+            message_id = str(exc).rsplit(" ", 1)[-1]
+            store = self.store
+            assert isinstance(store, MemServiceStore)
+            try:
+                self.run(
+                    store.service.find_session(store.space_id, dedup_key=f"message:{message_id}")
+                )
+            except NotFoundError:
+                note(f"  -> not found: the locator of {message_id} was lost (allowed)")
+                return
+            raise
 
 
 class TestMemServiceContractLocatorFaults(_MemServiceContract):
-    """20 % of locator writes fail (seeded): the contract still holds, uuid lookups may miss."""
+    """20 % of locator writes fail: the contract still holds, uuid lookups may miss."""
 
-    known_divergences: ClassVar[dict[str, str]] = dict(DIVERGENCES)
+    known_divergences: ClassVar[dict[str, str]] = {}
 
     def fresh_faults(self) -> tuple[FaultRule, ...]:
         return (locator_write_fault(0.2),)
+
+    def test_state_machine(
+        self, store_factory: Callable[..., Store], capabilities: Capabilities
+    ) -> None:
+        """The suite's state machine with cold replicas (``reopen``) and lost locators."""
+        run_state_machine_as_test(
+            lambda: _ColdReplicaMachine(store_factory, self, capabilities), settings=settings()
+        )
