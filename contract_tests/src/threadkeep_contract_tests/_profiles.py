@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 __all__ = [
     "CI_MAX_EXAMPLES",
@@ -35,7 +35,13 @@ CI_STEP_COUNT = 40
 
 # Store operations do I/O: a per-example deadline would flake on a loaded CI machine, and
 # data generation is cheap next to the rules, so `too_slow` only reports the backend's speed.
-_PARENT = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The `explain` phase traces every line executed while it replays a failure: on a store's
+# call stack that turns a few seconds of shrinking into minutes, so the profiles skip it.
+_PARENT = settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    phases=[p for p in Phase if p is not Phase.explain],
+)
 
 
 def register_profiles() -> None:

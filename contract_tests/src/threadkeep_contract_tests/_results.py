@@ -59,9 +59,9 @@ class ResultRecorder:
         self.path = path
         self._tests: dict[str, dict[str, Any]] = {}
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Note every contract test collected, with its area and required capabilities."""
-        for item in items:
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Note every contract test selected, with its area and required capabilities."""
+        for item in session.items:
             cls = getattr(item, "cls", None)
             if (
                 cls is None
