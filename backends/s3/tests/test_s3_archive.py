@@ -50,7 +50,8 @@ async def test_bad_credentials_are_an_archive_error(
 ) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret")
     with pytest.raises(ArchiveError, match="refused"):
-        await S3Archive(s3_url).open()
+        async with S3Archive(s3_url) as archive:  # the bucket may be known: open may pass
+            await archive.head("_/2026/01/x.tkb")
 
 
 async def test_unreachable_endpoint_is_backend_unavailable(

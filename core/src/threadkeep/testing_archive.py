@@ -38,7 +38,14 @@ __all__ = [
     "read_object",
 ]
 
-FAULTS = ("head_404_after_put", "timeout_after_put", "fail_get", "fail_delete", "fail_put")
+FAULTS = (
+    "head_404_after_put",
+    "timeout_after_put",
+    "corrupt_put",
+    "fail_get",
+    "fail_delete",
+    "fail_put",
+)
 """Faults :class:`FaultyArchive` can inject, each consumed once per arming."""
 
 
@@ -101,11 +108,14 @@ class FaultyArchive:
     ) -> ObjectInfo:
         """Put through, injecting the armed put faults.
 
-        ``fail_put`` fails before writing; ``timeout_after_put`` and ``head_404_after_put``
-        act after the object is stored.
+        ``fail_put`` fails before writing; ``corrupt_put`` stores the body with one byte
+        flipped (its metadata unchanged, as a body that drifted from its checksum);
+        ``timeout_after_put`` and ``head_404_after_put`` act after the object is stored.
         """
         if self._take("fail_put"):
             raise InjectedFault(f"injected: put {key} failed before writing")
+        if self._take("corrupt_put"):
+            chunks = _flip_first_byte(chunks)
         info: ObjectInfo = await self.inner.put(key, chunks, metadata=metadata, if_match=if_match)
         if self._take("head_404_after_put"):
             self._hide_next_head = True
@@ -139,6 +149,16 @@ class FaultyArchive:
         """List through."""
         listing: AsyncIterator[ObjectInfo] = self.inner.list(prefix)
         return listing
+
+
+async def _flip_first_byte(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    first = True
+    async for chunk in chunks:
+        if first and chunk:
+            first = False
+            yield bytes([chunk[0] ^ 0xFF]) + chunk[1:]
+        else:
+            yield chunk
 
 
 async def read_object(archive: Any, key: str) -> bytes:

@@ -328,7 +328,7 @@ class ArchiveLifecycleContract:
         assert await history(store, chat.chat_id) == before
 
     @pytest.mark.parametrize(
-        "fault", ["head_404_after_put", "timeout_after_put", "fail_get", "fail_put"]
+        "fault", ["head_404_after_put", "timeout_after_put", "corrupt_put", "fail_get", "fail_put"]
     )
     @pytest.mark.parametrize("read_between", [False, True], ids=["rerun", "read-then-rerun"])
     async def test_archive_faults(
@@ -339,7 +339,7 @@ class ArchiveLifecycleContract:
         before = await history(store, chat.chat_id)
         faulty = FaultyArchive(archive)
         faulty.arm(fault)
-        if fault == "head_404_after_put":  # verification fails, the same call retries
+        if fault in ("head_404_after_put", "corrupt_put"):  # verify fails; the call retries
             await Archiver(store, faulty).archive_chat(chat.chat_id)
         else:
             with pytest.raises(InjectedFault):

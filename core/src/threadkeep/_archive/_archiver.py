@@ -104,6 +104,7 @@ class Archiver:
         self.archive = archive
         self.single_put_bytes = single_put_bytes
         self._index_ids = True
+        self._failed_etags: set[str] = set()  # objects that failed verification: never reuse
 
     async def _checkpoint(self, step: str, chat_id: UUID) -> None:
         """Called after each step of ``archive_chat`` (tests inject crashes here)."""
@@ -217,7 +218,8 @@ class Archiver:
                 if len(spool) > self.single_put_bytes:
                     spool = None  # too big to buffer: a second streaming pass uploads it
         existing = await self.archive.head(key)
-        if existing is not None and existing.sha256 == stats.sha256:
+        trusted = existing is not None and existing.etag not in self._failed_etags
+        if existing is not None and trusted and existing.sha256 == stats.sha256:
             return stats, True
         metadata = _metadata(chat, stats)
         body = _slices(spool) if spool is not None else self._second_pass(chat)
@@ -264,7 +266,11 @@ class Archiver:
         async for chunk in self.archive.get(key):
             digest.update(chunk)
             seen += len(chunk)
-        return seen == size and digest.hexdigest() == sha256
+        if seen == size and digest.hexdigest() == sha256:
+            return True
+        _log.warning("bundle %s does not match its metadata; it will be replaced", key)
+        self._failed_etags.add(info.etag)
+        return False
 
     async def _finish(self, chat: Chat) -> ArchiveResult:
         assert chat.archive_ref is not None
