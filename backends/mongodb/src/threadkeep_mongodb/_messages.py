@@ -31,18 +31,19 @@ class MongoMessagesMixin(MongoBase):
     """The read primitives of messages."""
 
     async def _hot_and_docs(
-        self, chat_id: UUID, query: Document, sort: int, limit: int
+        self, chat_id: UUID, query: Document, sort: int, limit: int, *, chat: str = "writable"
     ) -> list[Document] | None:
-        """Read a chat's messages and whether the chat is hot, in two concurrent queries.
+        """Read a chat's messages and check the chat, in two concurrent queries.
 
-        Returns ``None`` if the chat is missing, deleted or archived.
+        Returns ``None`` if the chat is missing, deleted or (with ``chat="writable"``, the
+        default) archived; ``chat="live"`` accepts an archived chat.
         """
-        chat_read = self._cols.chats.find_one({"_id": chat_id, "writable": True}, {"_id": 1})
+        chat_read = self._cols.chats.find_one({"_id": chat_id, chat: True}, {"_id": 1})
         cursor = self._cols.messages.find(
             {"chat_id": chat_id, **query}, sort=[("seq", sort)], limit=limit
         )
-        chat, docs = await asyncio.gather(chat_read, cursor.to_list(None))
-        return None if chat is None else docs
+        found, docs = await asyncio.gather(chat_read, cursor.to_list(None))
+        return None if found is None else docs
 
     async def _get_message(self, message_id: UUID) -> Message | None:
         with map_errors("read a message"):
@@ -79,7 +80,7 @@ class MongoMessagesMixin(MongoBase):
     async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         query = {"seq": {"$gt": after_seq}, "deleted_us": None}
         with map_errors("read messages"):
-            docs = await self._hot_and_docs(chat_id, query, 1, limit)
+            docs = await self._hot_and_docs(chat_id, query, 1, limit, chat="live")
             return [] if docs is None else await self._messages_from_docs(docs)
 
     async def _last_boundary(self, chat_id: UUID) -> Message | None:
@@ -87,13 +88,13 @@ class MongoMessagesMixin(MongoBase):
         return page[0] if page else None
 
     async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        """One aggregation: each live chat joined with its newest visible message.
+        """One aggregation: each live, hot chat joined with its newest visible message.
 
         The ``$lookup`` sub-pipeline (``$match`` on ``chat_id``, ``$sort`` seq descending,
         ``$limit`` 1) runs per chat on the ``(chat_id, seq)`` index.
         """
         pipeline: list[dict[str, Any]] = [
-            {"$match": {"_id": {"$in": list(chat_ids)}, "live": True}},
+            {"$match": {"_id": {"$in": list(chat_ids)}, "writable": True}},
             {
                 "$lookup": {
                     "from": self._cols.messages.name,
