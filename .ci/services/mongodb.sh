@@ -28,8 +28,11 @@ do_start() {
   rm -rf "$STATE" && mkdir -p "$STATE/tmp"
   : >"$STATE/secantusd.toml"  # empty config: --config stops it reading ./, ~/.secantus or /etc/secantus
   # :memory: keeps WiredTiger in a temp dir under $TMPDIR, removed on shutdown.
+  # A bigger cache and a short oplog: with :memory: storage, data plus oplog must fit the cache,
+  # and the contract suite writes far more than a real mongod (which spills to disk) would hold.
   (cd "$STATE" && export TMPDIR=$STATE/tmp && tk_spawn "$PIDFILE" "$LOG" "$VENV/bin/secantusd-py" \
-    --config "$STATE/secantusd.toml" --host 127.0.0.1 --port $PORT --storage-path :memory: --log-level WARNING)
+    --config "$STATE/secantusd.toml" --host 127.0.0.1 --port $PORT --storage-path :memory: --log-level WARNING \
+    --cache-size 2G --oplog-retention-seconds 300 --oplog-max-entries 200000)
   tk_wait_until 60 "$PIDFILE" "$LOG" "a ping on 127.0.0.1:$PORT" ping
   tk_say "ready on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"
 }
