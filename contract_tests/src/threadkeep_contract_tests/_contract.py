@@ -54,5 +54,18 @@ class StoreContract(
     """
 
 
-AREA_MIXINS = StoreContract.__mro__[1:13]
+AREA_MIXINS: tuple[type, ...] = (
+    OrderingTests,
+    IdempotencyTests,
+    ContentTests,
+    PageTests,
+    BoundaryTests,
+    DeletionTests,
+    TimeTests,
+    NestedTests,
+    StepTests,
+    ArchiveTests,
+    CapabilityTests,
+    StateMachineTests,
+)
 """The mixin classes, one per contract area, in the order the matrix lists them."""

@@ -6,7 +6,7 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
-from hypothesis import note
+from hypothesis import event, note
 from hypothesis import strategies as st
 
 from threadkeep import Message, Store, ToolCall
@@ -47,8 +47,13 @@ class MachineBase:
 
         def lookup(self, call: Coroutine[Any, Any, T]) -> T | None: ...
 
-    def begin(self) -> None:
-        """Start a rule: only what it touches is checked by the invariants afterwards."""
+    def begin(self, rule_name: str) -> None:
+        """Start a rule: only what it touches is checked by the invariants afterwards.
+
+        The rule's name is recorded as a Hypothesis event, so
+        ``--hypothesis-show-statistics`` shows how often each rule ran.
+        """
+        event(f"rule {rule_name}")
         self.touched = set()
 
     def fresh_id(self, prefix: str) -> str:
@@ -66,6 +71,7 @@ class MachineBase:
             result = self.run(call)
         except error as exc:
             note(f"  -> {type(exc).__name__} as expected")
+            event(f"expected {type(exc).__name__}")
             return
         msg = f"expected {error}, the store returned {result!r}"
         raise AssertionError(msg)
@@ -79,8 +85,11 @@ class MachineBase:
         return None if index == 2 else f"{self.namespace}-tenant{index}"
 
     def pick_chat(self, data: st.DataObject) -> ModelChat:
-        """Draw one of the run's chats, deleted ones included."""
+        """Draw one of the run's chats: usually a live one, sometimes a deleted one."""
         chats = sorted(self.model.chats.values(), key=lambda c: c.order)
+        live = [c for c in chats if not c.deleted]
+        if live and data.draw(st.integers(0, 4), label="live chat?") > 0:
+            chats = live
         return data.draw(st.sampled_from(chats), label="chat")
 
     def all_messages(self) -> list[tuple[ModelChat, ModelMessage]]:

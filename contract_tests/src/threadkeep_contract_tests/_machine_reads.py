@@ -35,7 +35,7 @@ class ReadRules(MachineBase):
     @rule(data=st.data())
     def walk_pages(self, data: st.DataObject) -> None:
         """Walk every page: each visible message once, in seq order, also while appending."""
-        self.begin()
+        self.begin("walk_pages")
         chat = self.pick_chat(data)
         limit = data.draw(st.integers(1, 9), label="limit")
         message_filter = data.draw(
@@ -90,7 +90,7 @@ class ReadRules(MachineBase):
     @rule(data=st.data())
     def context(self, data: st.DataObject) -> None:
         """``context_messages``: after the last boundary, summary first, no orphan results."""
-        self.begin()
+        self.begin("context")
         chat = self.pick_chat(data)
         size = data.draw(st.none() | st.integers(1, 5), label="max_messages")
         note(f"context_messages({chat.label}, max_messages={size})")
@@ -108,7 +108,7 @@ class ReadRules(MachineBase):
     @rule(data=st.data())
     def lookups(self, data: st.DataObject) -> None:
         """Lookups by uuid and agui_id find the visible record, and never another one."""
-        self.begin()
+        self.begin("lookups")
         chat, message = data.draw(st.sampled_from(self.all_messages()), label="message")
         visible = not chat.deleted and not message.hidden
         note(f"look up {chat.label} seq {message.seq} (visible={visible})")
@@ -146,7 +146,7 @@ class ReadRules(MachineBase):
     @rule()
     def last_messages(self) -> None:
         """``get_last_messages``: the newest visible message of each live chat, nothing else."""
-        self.begin()
+        self.begin("last_messages")
         chats = sorted(self.model.chats.values(), key=lambda c: c.order)
         note("get_last_messages(every chat)")
         got = self.run(self.store.get_last_messages([c.chat_id for c in chats] + [uuid4()]))
@@ -159,7 +159,7 @@ class ReadRules(MachineBase):
     @rule(data=st.data())
     def list_chats(self, data: st.DataObject) -> None:
         """``list_chats`` walks: matching live chats, newest created first, exactly once."""
-        self.begin()
+        self.begin("list_chats")
         user = data.draw(st.none() | st.integers(0, 2).map(self.user), label="user")
         tenant_index = data.draw(st.integers(0, 2), label="tenant")
         tenant = self.tenant(tenant_index)

@@ -8,7 +8,7 @@ from uuid import UUID, uuid4
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
+from hypothesis.stateful import initialize, precondition, rule
 
 from threadkeep import (
     Boundary,
@@ -39,7 +39,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data())
     def create_chat(self, data: st.DataObject) -> None:
         """``create_chat``: the live chat of the key, or a new one."""
-        self.begin()
+        self.begin("create_chat")
         user = self.user(data.draw(st.integers(0, 2), label="user"))
         thread = f"thread{data.draw(st.integers(0, 2), label='thread')}"
         tenant = self.tenant(data.draw(st.integers(0, 2), label="tenant"))
@@ -67,11 +67,23 @@ class WriteRules(MachineBase):
         self.touched.add(live.chat_id)
         self.chats_changed = True
 
+    @initialize(data=st.data())
+    def seed_chat(self, data: st.DataObject) -> None:
+        """Start every run with one chat holding a few messages."""
+        self.create_chat(data)
+        self.append(data)
+
+    @_has_chats
+    @rule(data=st.data())
+    def append_more(self, data: st.DataObject) -> None:
+        """Appending is what a store mostly does: a second rule doubles its share of steps."""
+        self.append(data)
+
     @_has_chats
     @rule(data=st.data())
     def append(self, data: st.DataObject) -> None:
         """``append_message(s)``: new messages get higher seqs; retries return the stored one."""
-        self.begin()
+        self.begin("append")
         chat = self.pick_chat(data)
         messages = [
             self.draw_message(data, chat) for _ in range(data.draw(st.integers(1, 4), label="size"))
@@ -136,7 +148,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data())
     def append_lone_surrogate(self, data: st.DataObject) -> None:
         """A lone surrogate is refused with ``InvalidContent`` and nothing is written."""
-        self.begin()
+        self.begin("append_lone_surrogate")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
         note(f"append a lone surrogate to {chat.label}")
@@ -149,7 +161,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data())
     def delete_chat(self, data: st.DataObject) -> None:
         """``delete_chat``: soft-deletes a live chat; a deleted one is not found."""
-        self.begin()
+        self.begin("delete_chat")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
         note(f"delete_chat({chat.label}) deleted={chat.deleted}")
@@ -165,7 +177,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data())
     def restore_chat(self, data: st.DataObject) -> None:
         """``restore_chat``: brings a deleted chat back unless its key is taken again."""
-        self.begin()
+        self.begin("restore_chat")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
         holder = self.model.live_chat(chat.user_id, chat.thread_id)
@@ -186,7 +198,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data())
     def hide_messages(self, data: st.DataObject) -> None:
         """``delete_messages``: hides visible messages and says how many."""
-        self.begin()
+        self.begin("hide_messages")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
         chosen = (
@@ -208,7 +220,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data(), list_field=st.sampled_from(["tool_calls", "reasonings"]))
     def append_nested(self, data: st.DataObject, list_field: str) -> None:
         """``append_tool_call`` / ``append_reasoning``: idempotent on agui_id within a message."""
-        self.begin()
+        self.begin("append_nested")
         holders = [(c, m) for c, m in self.all_messages() if not m.is_boundary]
         if not holders:
             return
@@ -255,7 +267,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data())
     def update_tool_call(self, data: st.DataObject) -> None:
         """``update_tool_call``: the result lands in the call, found by its uuid."""
-        self.begin()
+        self.begin("update_tool_call")
         calls = [(c, m, i) for c, m in self.all_messages() for i in m.nested("tool_calls")]
         if not calls:
             return
@@ -279,7 +291,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data())
     def start_over(self, data: st.DataObject) -> None:
         """``start_over``: one boundary after the last message; nothing after a boundary."""
-        self.begin()
+        self.begin("start_over")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
         note(f"start_over({chat.label})")
@@ -313,7 +325,7 @@ class WriteRules(MachineBase):
     @rule(data=st.data())
     def compact(self, data: st.DataObject) -> None:
         """``compact``: a summary boundary, idempotent per ``upto_seq``."""
-        self.begin()
+        self.begin("compact")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
         seqs = [m.seq for m in chat.messages]

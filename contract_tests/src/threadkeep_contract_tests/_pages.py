@@ -9,6 +9,7 @@ from uuid import UUID
 import pytest
 
 from threadkeep import (
+    Capabilities,
     ChatFilter,
     InvalidArgument,
     InvalidCursor,
@@ -36,6 +37,15 @@ async def _chat_with(store: Store, count: int, thread: str = "t-pages") -> UUID:
         ]
         await store.append_messages(chat.chat_id, batch)
     return chat.chat_id
+
+
+async def _check_secrets(factory: StoreFactory, chat_id: UUID, cursor: str) -> None:
+    async with opened(factory, cursor_secret=SECRET_B) as other:
+        with pytest.raises(InvalidCursor):
+            await other.list_messages(chat_id, limit=2, cursor=cursor)
+    async with opened(factory, cursor_secret=SECRET_A) as same:
+        page = await same.list_messages(chat_id, limit=2, cursor=cursor)
+    assert [m.content for m in page.items] == ["p2", "p3"]
 
 
 class PageTests(ContractBase):
@@ -140,18 +150,24 @@ class PageTests(ContractBase):
             await store.list_messages(chat_id, limit=2, cursor=cursor[:-1])
 
     @pytest.mark.asyncio
-    async def test_other_secret_cursors_are_refused(self, store_factory: StoreFactory) -> None:
-        """A cursor signed with another store secret raises ``InvalidCursor``."""
+    async def test_other_secret_cursors_are_refused(
+        self, store_factory: StoreFactory, capabilities: Capabilities
+    ) -> None:
+        """A cursor signed with another store secret raises ``InvalidCursor``.
+
+        Checked on further instances opened while the signer is open
+        (``concurrent_processes``), or after it closed (``persistent``).
+        """
+        if not (capabilities.concurrent_processes or capabilities.persistent):
+            pytest.skip("driver declares neither 'concurrent_processes' nor 'persistent'")
         async with opened(store_factory, cursor_secret=SECRET_A) as signer:
             chat_id = await _chat_with(signer, 6)
             cursor = (await signer.list_messages(chat_id, limit=2)).next_cursor
             assert cursor is not None
-            async with opened(store_factory, cursor_secret=SECRET_B) as other:
-                with pytest.raises(InvalidCursor):
-                    await other.list_messages(chat_id, limit=2, cursor=cursor)
-            async with opened(store_factory, cursor_secret=SECRET_A) as same:
-                page = await same.list_messages(chat_id, limit=2, cursor=cursor)
-        assert [m.content for m in page.items] == ["p2", "p3"]
+            if capabilities.concurrent_processes:
+                await _check_secrets(store_factory, chat_id, cursor)
+                return
+        await _check_secrets(store_factory, chat_id, cursor)
 
     @pytest.mark.asyncio
     @pytest.mark.threadkeep_capability("persistent")

@@ -101,7 +101,7 @@ class StoreStateMachine(WriteRules, ReadRules, RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         """Close the store and open it again through the factory: nothing may be lost."""
-        self.begin()
+        self.begin("reopen")
         note("reopen the store")
         self.run(self.store.close())
         self.store = self.run(self._factory().open())
