@@ -549,6 +549,7 @@ async def main() -> None:
         lite = None
         if not args.no_sqlite:
             lite = await SqlStore(f"sqlite+aiosqlite:///{Path(tmp.name) / 'bench.db'}").open()
+        print(f"load average at the start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
         print(
             f"loading a {DEEP_THREAD:,}-message thread and {CHATS_PER_USER:,} chats ...", flush=True
         )
