@@ -55,9 +55,19 @@ def run_suite(pytest_args: Sequence[str], results: Path) -> int:
 
 
 def _columns(tests: list[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """Map (driver label, test class) to a short column title.
+
+    The title is the driver class name, plus the test class (without ``Test`` and
+    ``Contract``) when one driver class has several test classes.
+    """
     keys = sorted({(t["driver"] or "?", t["suite"]) for t in tests})
     drivers = Counter(driver for driver, _ in keys)
-    return {(d, s): d if drivers[d] == 1 else f"{d} — {s}" for d, s in keys}
+    titles = {}
+    for driver, suite in keys:
+        name = driver.split(" (", 1)[0]
+        short = suite.removeprefix("Test").replace("Contract", "") or suite
+        titles[driver, suite] = name if drivers[driver] == 1 else f"{name}: {short}"
+    return titles
 
 
 def _cell(outcomes: Counter[str]) -> str:
@@ -113,6 +123,9 @@ def render(tests: list[dict[str, Any]], *, command: str) -> str:
         "",
         header,
         rule,
+        "| URL schemes | "
+        + " | ".join(key[0].partition(" (")[2].rstrip(")") or "?" for key in columns)
+        + " |",
     ]
     for name in (f for f in Capabilities.model_fields if f != "notes"):
         cells = []
