@@ -45,7 +45,12 @@ class MachineBase:
 
         def run(self, coroutine: Coroutine[Any, Any, T]) -> T: ...
 
-        def lookup(self, call: Coroutine[Any, Any, T]) -> T | None: ...
+        def lookup(
+            self,
+            call: Coroutine[Any, Any, T],
+            kind: str = "message",
+            item_id: UUID | None = None,
+        ) -> T | None: ...
 
     def begin(self, rule_name: str) -> None:
         """Start a rule: only what it touches is checked by the invariants afterwards.

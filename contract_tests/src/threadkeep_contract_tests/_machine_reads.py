@@ -113,7 +113,9 @@ class ReadRules(MachineBase):
         visible = not chat.deleted and not message.hidden
         note(f"look up {chat.label} seq {message.seq} (visible={visible})")
         if visible:
-            found = self.lookup(self.store.get_message(message.message_id))
+            found = self.lookup(
+                self.store.get_message(message.message_id), "message", message.message_id
+            )
             assert found is None or (found.message_id, body_of(found)) == (
                 message.message_id,
                 message.body,
@@ -126,7 +128,10 @@ class ReadRules(MachineBase):
                 assert (by_agui and by_agui.message_id) == (message.message_id if visible else None)
         for item in message.nested("tool_calls"):
             if visible:
-                call = self.lookup(self.store.get_tool_call(UUID(item["tool_call_id"])))
+                tool_call_id = UUID(item["tool_call_id"])
+                call = self.lookup(
+                    self.store.get_tool_call(tool_call_id), "tool_call", tool_call_id
+                )
                 assert call is None or call.model_dump(mode="json") == item
             else:
                 self.expect_error(

@@ -255,7 +255,8 @@ class WriteRules(MachineBase):
                 (IdempotencyConflict, MessageNotFound) if weak else IdempotencyConflict, call
             )
             return
-        appended = self.lookup(call)  # finding the holder by uuid may miss (weak lookups)
+        # finding the holder by uuid may miss (weak lookups)
+        appended = self.lookup(call, "message", message.message_id)
         if appended is None:
             return
         got = appended.model_dump(mode="json")
@@ -281,7 +282,7 @@ class WriteRules(MachineBase):
         if chat.deleted or message.hidden:
             self.expect_error(MessageNotFound, call)
             return
-        updated = self.lookup(call)
+        updated = self.lookup(call, "tool_call", UUID(item["tool_call_id"]))
         if updated is None:
             return
         item.update(content=result, status="complete")

@@ -141,3 +141,8 @@ class BackDoor(Protocol):
     async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
         """Return every message row stored for the chat (hidden ones included), any order."""
         ...
+
+    # Optional, for drivers with ``strong_uuid_lookup=False`` (not part of the Protocol's
+    # required surface): ``async def lookup_may_miss(self, store, kind, item_id) -> bool``
+    # returns True when the driver's index entry for the record is really absent (a lost
+    # best-effort write), so the state machine accepts a "not found" only then.
