@@ -1,0 +1,346 @@
+"""``JsonlStore``: threadkeep chat history in an append-only JSON-lines file.
+
+Every primitive runs under one lock: it reads the in-memory tables, decides, commits one
+record to the log (``_log.py``: append + ``fsync``), then folds the same record into the
+tables (``_tables.py``). Checking and writing in one critical section is what makes
+``create_chat`` idempotent under concurrency, reserves each ``seq`` atomically, and lets an
+``IdempotencyConflict`` anywhere in a batch write nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import unquote, urlsplit
+from uuid import UUID
+
+from threadkeep import (
+    Capabilities,
+    Chat,
+    ChatFilter,
+    Conflict,
+    IdempotencyConflict,
+    InvalidArgument,
+    Message,
+    MessageFilter,
+    MessageKind,
+    NestedKind,
+    PreparedMessage,
+    Store,
+    as_utc,
+    chat_matches,
+    message_matches,
+)
+
+from ._log import Log, Record
+from ._tables import NESTED_LISTS, Row, Tables
+
+__all__ = ["JsonlStore"]
+
+
+def _iso(value: datetime | None) -> str | None:
+    utc = as_utc(value)
+    return None if utc is None else utc.isoformat()
+
+
+def _instant(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+class JsonlStore(Store):
+    """A store in one directory: ``jsonl:///absolute/path/to/dir`` (created if missing).
+
+    The directory holds ``threadkeep.jsonl`` (the log) and ``threadkeep.lock``. The log is
+    read into memory on open; one store instance at a time may have the directory open.
+    See the package README for the file format and the driver's limits.
+
+    Args:
+        url: ``jsonl:///absolute/directory``.
+        **options: The standard ``threadkeep.Store`` options (``cursor_secret``, ``clock``,
+            ``max_message_bytes``, ``message_model``, ``chat_model``).
+
+    Raises:
+        InvalidArgument: If the URL is not ``jsonl:///`` followed by an absolute path.
+    """
+
+    schemes: ClassVar[tuple[str, ...]] = ("jsonl",)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        transactions=False,
+        strong_uuid_lookup=True,
+        steps=False,
+        archive=False,
+        persistent=True,
+        concurrent_processes=False,
+        notes={
+            "transactions": "no transactions: every write is one fsync-ed line, so a batch "
+            "is all or nothing without them",
+            "concurrent_processes": "one open store per directory (a lock file refuses a "
+            "second one)",
+        },
+    )
+
+    def __init__(self, url: str, **options: Any) -> None:
+        super().__init__(url, **options)
+        parts = urlsplit(url)
+        if parts.scheme != "jsonl" or parts.netloc not in ("", "localhost") or not parts.path:
+            msg = f"{url!r} is not a jsonl store URL like 'jsonl:///var/lib/chats'"
+            raise InvalidArgument(msg)
+        self.directory = Path(unquote(parts.path))
+        self._lock = threading.Lock()
+        self._tables = Tables()
+        self._log = Log(self.directory)
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        with self._lock:
+            tables = Tables()
+            self._log.open(tables.apply)
+            self._tables = tables
+
+    async def _close(self) -> None:
+        with self._lock:
+            self._log.close()
+
+    async def _load_secret(self, candidate: bytes) -> bytes:
+        with self._lock:
+            if self._tables.secret is None:
+                self._commit({"secret": candidate.hex()})
+            assert self._tables.secret is not None
+            return self._tables.secret
+
+    def _commit(self, record: Record) -> None:
+        """Write ``record`` durably, then fold it into the tables (the lock is held)."""
+        self._log.append(record)
+        self._tables.apply(record)
+
+    # -- chats ---------------------------------------------------------------------------
+
+    def _chat(self, row: Row) -> Chat:
+        return self.record_from_body(self.chat_model, row)
+
+    async def _insert_chat(self, chat: Chat) -> Chat:
+        with self._lock:
+            held = self._tables.live.get((chat.user_id, chat.thread_id))
+            if held is not None:
+                return self._chat(self._tables.chats[held])
+            row = chat.model_dump(mode="json") | {"seq": self._tables.chat_seq + 1, "revision": 0}
+            self._commit({"chats": [row]})
+            return self._chat(row)
+
+    async def _get_chat(self, chat_id: UUID) -> Chat | None:
+        with self._lock:
+            row = self._tables.chats.get(chat_id)
+            return None if row is None else self._chat(row)
+
+    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
+        with self._lock:
+            chat_id = self._tables.live.get((user_id, thread_id))
+            return None if chat_id is None else self._chat(self._tables.chats[chat_id])
+
+    async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
+        with self._lock:
+            row = self._tables.chats.get(chat.chat_id)
+            if row is None:
+                return None
+            if expected_revision is not None and row["revision"] != expected_revision:
+                return None
+            holder = self._tables.live.get((row["user_id"], row["thread_id"]))
+            if chat.deleted_at is None and holder not in (None, chat.chat_id):
+                msg = (
+                    f"another live chat holds ({row['user_id']!r}, {row['thread_id']!r}); "
+                    "delete it before restoring this one"
+                )
+                raise Conflict(msg)
+            # Appends own seq and last_message_at; identity and creation never change.
+            kept = {k: row[k] for k in ("user_id", "thread_id", "seq", "created_at")}
+            kept["last_message_at"] = row["last_message_at"]
+            new = chat.model_dump(mode="json") | kept | {"revision": row["revision"] + 1}
+            self._commit({"chats": [new]})
+            return self._chat(new)
+
+    async def _page_chats(
+        self, chat_filter: ChatFilter, before_seq: int | None, limit: int
+    ) -> list[Chat]:
+        with self._lock:
+            rows = sorted(self._tables.chats.values(), key=lambda r: r["seq"], reverse=True)
+            found: list[Chat] = []
+            for row in rows:
+                if before_seq is None or row["seq"] < before_seq:
+                    chat = self._chat(row)
+                    if chat_matches(chat_filter, chat):
+                        found.append(chat)
+                        if len(found) == limit:
+                            break
+            return found
+
+    async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
+        with self._lock:
+            if chat_id not in self._tables.chats:
+                return {"chats": 0, "messages": 0}
+            # Rewrite first: if it fails, the chat is still on disk and still in memory.
+            self._log.rewrite(self._tables.snapshot(without=chat_id))
+            return {"chats": 1, "messages": self._tables.drop_chat(chat_id)}
+
+    # -- messages ------------------------------------------------------------------------
+
+    def _message(self, row: Row) -> Message:
+        return self.message_from_row(
+            row["body"],
+            chat_id=UUID(row["chat_id"]),
+            seq=row["seq"],
+            revision=row["revision"],
+            created_at=_instant(row["created_at"]),
+            updated_at=_instant(row["updated_at"]),
+            deleted_at=_instant(row["deleted_at"]),
+        )
+
+    def _new_row(self, chat_id: UUID, seq: int, item: PreparedMessage, now: datetime) -> Row:
+        return {
+            "message_id": str(item.message.message_id),
+            "chat_id": str(chat_id),
+            "seq": seq,
+            "revision": 0,
+            "created_at": _iso(item.message.created_at or now),
+            "updated_at": _iso(now),
+            "deleted_at": None,
+            "fingerprint": item.fingerprint,
+            "body": json.loads(item.body),
+        }
+
+    async def _insert_messages(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        with self._lock:
+            chat = self._tables.hot_chat(chat_id)
+            if chat is None:
+                return None
+            results: list[tuple[Row, bool]] = []
+            new_rows: list[Row] = []
+            next_seq = self._tables.next_seq(chat_id)  # reserved: the lock is held until commit
+            for item in messages:
+                agui_id = item.message.agui_id
+                held_id = None if agui_id is None else self._tables.by_agui.get((chat_id, agui_id))
+                if held_id is None:
+                    row = self._new_row(chat_id, next_seq + len(new_rows), item, now)
+                    new_rows.append(row)
+                    results.append((row, True))
+                    continue
+                held = self._tables.messages[held_id]
+                if held["fingerprint"] != item.fingerprint:
+                    msg = f"agui_id {agui_id!r} is stored in chat {chat_id} with another payload"
+                    raise IdempotencyConflict(msg)  # before anything of the batch is written
+                results.append((held, False))
+            if new_rows:
+                touched = {"revision": chat["revision"] + 1, "updated_at": _iso(now)}
+                chat_row = chat | touched | {"last_message_at": _iso(now)}
+                self._commit({"chats": [chat_row], "messages": new_rows})
+            return [(self._message(row), created) for row, created in results]
+
+    async def _get_message(self, message_id: UUID) -> Message | None:
+        with self._lock:
+            row = self._tables.visible(message_id)
+            return None if row is None else self._message(row)
+
+    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+        with self._lock:
+            message_id = self._tables.by_agui.get((chat_id, agui_id))
+            row = None if message_id is None else self._tables.visible(message_id)
+            return None if row is None else self._message(row)
+
+    async def _replace_message(
+        self, prepared: PreparedMessage, expected_revision: int, now: datetime
+    ) -> Message | None:
+        with self._lock:
+            row = self._tables.visible(prepared.message.message_id)
+            if row is None or row["revision"] != expected_revision:
+                return None
+            new = row | {
+                "revision": expected_revision + 1,
+                "updated_at": _iso(now),
+                "fingerprint": prepared.fingerprint,
+                "body": json.loads(prepared.body),
+            }
+            chat = self._tables.chats[UUID(row["chat_id"])]
+            self._commit({"chats": [chat | {"revision": chat["revision"] + 1}], "messages": [new]})
+            return self._message(new)
+
+    async def _page_messages(
+        self, chat_id: UUID, message_filter: MessageFilter, before_seq: int | None, limit: int
+    ) -> list[Message] | None:
+        with self._lock:
+            if self._tables.hot_chat(chat_id) is None:
+                return None
+            found: list[Message] = []
+            for row in self._tables.rows_desc(chat_id, before_seq):
+                if row["deleted_at"] is None:
+                    message = self._message(row)
+                    if message_matches(message_filter, message):
+                        found.append(message)
+                        if len(found) == limit:
+                            break
+            return found
+
+    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+        with self._lock:
+            if self._tables.live_chat(chat_id) is None:
+                return []
+            found: list[Message] = []
+            for row in self._tables.rows_after(chat_id, after_seq):
+                if row["deleted_at"] is None:
+                    found.append(self._message(row))
+                    if len(found) == limit:
+                        break
+            return found
+
+    async def _last_boundary(self, chat_id: UUID) -> Message | None:
+        boundaries = MessageFilter(kinds=frozenset({MessageKind.BOUNDARY}))
+        page = await self._page_messages(chat_id, boundaries, None, 1)
+        return page[0] if page else None
+
+    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
+        found: dict[UUID, Message] = {}
+        for chat_id in chat_ids:
+            page = await self._page_messages(chat_id, MessageFilter(), None, 1)
+            if page:
+                found[chat_id] = page[0]
+        return found
+
+    async def _hide_messages(
+        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
+    ) -> int:
+        with self._lock:
+            hidden: dict[str, Row] = {}
+            for message_id in message_ids:
+                row = self._tables.visible(message_id)
+                if row is not None and row["chat_id"] == str(chat_id):
+                    changes = {"deleted_at": _iso(now), "updated_at": _iso(now)}
+                    hidden[row["message_id"]] = row | changes | {"revision": row["revision"] + 1}
+            if hidden:
+                chat = self._tables.chats[chat_id]
+                chat_row = chat | {"revision": chat["revision"] + 1}
+                self._commit({"chats": [chat_row], "messages": list(hidden.values())})
+            return len(hidden)
+
+    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+        with self._lock:
+            message_id = self._tables.nested.get((kind, item_id))
+            row = None if message_id is None else self._tables.visible(message_id)
+            return None if row is None else self._message(row)
+
+    async def _find_nested_by_agui_id(
+        self, kind: NestedKind, chat_id: UUID, agui_id: str
+    ) -> Message | None:
+        list_field = NESTED_LISTS[kind][0]
+        with self._lock:
+            if self._tables.hot_chat(chat_id) is None:
+                return None
+            for row in self._tables.rows_desc(chat_id):
+                items = row["body"].get(list_field, [])
+                if row["deleted_at"] is None and any(i.get("agui_id") == agui_id for i in items):
+                    return self._message(row)
+            return None
