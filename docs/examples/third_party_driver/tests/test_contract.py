@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from threadkeep import Store
+from threadkeep import Store, open_store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 
 from threadkeep_jsonl import LOG_NAME, JsonlStore
@@ -37,7 +37,8 @@ class TestJsonlStore(StoreContract):
     @pytest.fixture
     def store_factory(self, tmp_path: Path) -> Callable[..., Store]:
         url = "jsonl" + (tmp_path / "chats").as_uri().removeprefix("file")
-        return lambda **options: JsonlStore(url, **options)
+        # Through open_store, as users open it: every test also proves the entry point.
+        return lambda **options: open_store(url, **options)
 
     async def raw_chats(self, store: Store) -> list[RawChat]:
         return [

@@ -48,7 +48,7 @@ def encode(record: Record) -> bytes:
     """Return ``record`` as one line of UTF-8 JSON, newline included.
 
     JSON escapes newlines and control characters (U+0000 too) inside strings, so the only
-    ``\\n`` byte is the terminator. ``ensure_ascii=False`` keeps CJK and emoji readable.
+    newline byte is the terminator. ``ensure_ascii=False`` keeps CJK and emoji readable.
     """
     text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8") + b"\n"

@@ -167,15 +167,13 @@ class JsonlStore(Store):
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[Chat]:
         with self._lock:
-            rows = sorted(self._tables.chats.values(), key=lambda r: r["seq"], reverse=True)
             found: list[Chat] = []
-            for row in rows:
-                if before_seq is None or row["seq"] < before_seq:
-                    chat = self._chat(row)
-                    if chat_matches(chat_filter, chat):
-                        found.append(chat)
-                        if len(found) == limit:
-                            break
+            for row in self._tables.chats_desc(before_seq):
+                chat = self._chat(row)
+                if chat_matches(chat_filter, chat):
+                    found.append(chat)
+                    if len(found) == limit:
+                        break
             return found
 
     async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:

@@ -28,7 +28,10 @@ __all__ = ["NESTED_LISTS", "Row", "Tables", "nested_keys"]
 Row = dict[str, Any]
 """One chat or message row (decoded JSON)."""
 
-NESTED_LISTS = {"tool_call": ("tool_calls", "tool_call_id"), "reasoning": ("reasonings", "reasoning_id")}
+NESTED_LISTS = {
+    "tool_call": ("tool_calls", "tool_call_id"),
+    "reasoning": ("reasonings", "reasoning_id"),
+}
 """Nested kind -> (list field of the message body, id field of its items)."""
 
 
@@ -47,6 +50,8 @@ class Tables:
     secret: bytes | None = None
     chat_seq: int = 0
     chats: dict[UUID, Row] = field(default_factory=dict)
+    chat_seqs: list[int] = field(default_factory=list)
+    chat_by_seq: dict[int, UUID] = field(default_factory=dict)
     live: dict[tuple[str, str], UUID] = field(default_factory=dict)
     messages: dict[UUID, Row] = field(default_factory=dict)
     seqs: dict[UUID, list[int]] = field(default_factory=dict)
@@ -76,8 +81,11 @@ class Tables:
             self.live[key] = chat_id
         elif self.live.get(key) == chat_id:
             del self.live[key]
+        if chat_id not in self.chats:
+            bisect.insort(self.chat_seqs, row["seq"])
+            self.chat_by_seq[row["seq"]] = chat_id
+            self.seqs[chat_id] = []
         self.chats[chat_id] = row
-        self.seqs.setdefault(chat_id, [])
         self.chat_seq = max(self.chat_seq, row["seq"])
 
     def _put_message(self, row: Row) -> None:
@@ -119,18 +127,25 @@ class Tables:
         seqs = self.seqs[chat_id]
         return seqs[-1] + 1 if seqs else 1
 
+    def chats_desc(self, before_seq: int | None) -> Iterator[Row]:
+        """Yield chat rows (deleted ones too), newest created first, ``seq < before_seq``."""
+        seqs = self.chat_seqs
+        end = len(seqs) if before_seq is None else bisect.bisect_left(seqs, before_seq)
+        for index in range(end - 1, -1, -1):  # no slicing: a deep page costs what the first does
+            yield self.chats[self.chat_by_seq[seqs[index]]]
+
     def rows_desc(self, chat_id: UUID, before_seq: int | None = None) -> Iterator[Row]:
         """Yield the chat's message rows (hidden ones too), newest first, ``seq < before_seq``."""
         seqs = self.seqs.get(chat_id, [])
         end = len(seqs) if before_seq is None else bisect.bisect_left(seqs, before_seq)
-        for seq in reversed(seqs[:end]):
-            yield self.messages[self.by_seq[(chat_id, seq)]]
+        for index in range(end - 1, -1, -1):
+            yield self.messages[self.by_seq[(chat_id, seqs[index])]]
 
     def rows_after(self, chat_id: UUID, after_seq: int) -> Iterator[Row]:
         """Yield the chat's message rows (hidden ones too), oldest first, ``seq > after_seq``."""
         seqs = self.seqs.get(chat_id, [])
-        for seq in seqs[bisect.bisect_right(seqs, after_seq) :]:
-            yield self.messages[self.by_seq[(chat_id, seq)]]
+        for index in range(bisect.bisect_right(seqs, after_seq), len(seqs)):
+            yield self.messages[self.by_seq[(chat_id, seqs[index])]]
 
     # -- purging ---------------------------------------------------------------------------
 
@@ -146,6 +161,8 @@ class Tables:
     def drop_chat(self, chat_id: UUID) -> int:
         """Forget a chat and its messages; return how many messages it held."""
         chat = self.chats.pop(chat_id)
+        self.chat_seqs.remove(chat["seq"])
+        del self.chat_by_seq[chat["seq"]]
         if self.live.get((chat["user_id"], chat["thread_id"])) == chat_id:
             del self.live[(chat["user_id"], chat["thread_id"])]
         seqs = self.seqs.pop(chat_id)
