@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, ClassVar, Self, TypeVar
+from types import NoneType, TracebackType, UnionType
+from typing import Any, ClassVar, Self, TypeVar, Union, get_args, get_origin
 from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ._capabilities import Capabilities
 from ._content import (
@@ -25,7 +26,7 @@ from ._content import (
 from ._cursor import CursorCodec
 from ._driver import DriverPrimitives
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
-from ._models import Chat, Message
+from ._models import Chat, Message, UTCDateTime
 from ._paging import MAX_PAGE_LIMIT
 
 __all__ = ["Clock", "StoreCore", "as_utc", "system_clock"]
@@ -51,6 +52,86 @@ def as_utc(value: datetime | None) -> datetime | None:
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
+
+
+_MESSAGE_COLUMNS = frozenset(STORE_ASSIGNED_MESSAGE_FIELDS)
+
+
+def _kept_types(annotation: Any) -> frozenset[type]:
+    """Return the column value types a field of ``annotation`` keeps as they are.
+
+    ``int`` keeps an exact ``int``, ``UUID`` any ``UUID`` (asyncpg's subclass included),
+    ``UTCDateTime`` a ``datetime`` that is already UTC, and ``None`` when the field is optional.
+    """
+    union = get_origin(annotation) in (Union, UnionType)
+    kept: set[type] = set()
+    for arg in get_args(annotation) if union else (annotation,):
+        if arg is NoneType or arg is int or arg is UUID:
+            kept.add(arg)
+        elif arg == UTCDateTime:
+            kept.add(datetime)
+    return frozenset(kept)
+
+
+@functools.cache
+def _column_types(
+    model: type[BaseModel], names: frozenset[str]
+) -> dict[str, frozenset[type]] | None:
+    """Per column, the value types ``model`` keeps unchanged; ``None`` if none may skip validation.
+
+    Setting validated columns after validating the body gives what validating them together
+    gives when nothing can observe the difference: no field or model validator of the
+    subclass (threadkeep's own model validator never reads store-assigned fields), no
+    ``model_post_init`` or private attributes, no default factory reading other fields, and
+    plain column fields (no constraints).
+    """
+    decorators = model.__pydantic_decorators__
+    own = {d.func for d in Message.__pydantic_decorators__.model_validators.values()}
+    if (
+        any(d.func not in own for d in decorators.model_validators.values())
+        or decorators.field_validators
+        or decorators.validators
+        or decorators.root_validators
+        or model.__pydantic_post_init__ is not None
+        or any(f.default_factory_takes_validated_data for f in model.model_fields.values())
+    ):
+        return None
+    types: dict[str, frozenset[type]] = {}
+    for name in names:
+        field = model.model_fields.get(name)
+        if field is None or field.metadata:
+            return None
+        types[name] = _kept_types(field.annotation)
+    return types
+
+
+def _all_kept(columns: dict[str, Any], types: dict[str, frozenset[type]]) -> bool:
+    for key, value in columns.items():
+        kept = types[key]
+        if type(value) not in kept and not (UUID in kept and isinstance(value, UUID)):
+            return False
+    return True
+
+
+def _from_json(
+    model: type[R], body: str | bytes, columns: dict[str, Any], names: frozenset[str]
+) -> R | None:
+    """Validate ``body`` in pydantic-core, then set ``columns`` as validation would have.
+
+    ``names`` is ``frozenset(columns)``; datetime columns have been through :func:`as_utc`.
+    Returns ``None`` (the caller takes the general path) when a column would not be kept
+    as it is, or the body does not validate (so errors stay those of the general path).
+    """
+    types = _column_types(model, names)
+    if types is None or not _all_kept(columns, types):
+        return None
+    try:
+        record = model.model_validate_json(body)
+    except ValidationError:
+        return None
+    record.__dict__.update(columns)
+    record.__pydantic_fields_set__.update(names)
+    return record
 
 
 class StoreCore(DriverPrimitives):
@@ -209,15 +290,22 @@ class StoreCore(DriverPrimitives):
         Returns:
             An instance of this store's ``message_model``.
         """
+        columns = {
+            "chat_id": chat_id,
+            "seq": seq,
+            "revision": revision,
+            "created_at": as_utc(created_at),
+            "updated_at": as_utc(updated_at),
+            "deleted_at": as_utc(deleted_at),
+        }
+        if isinstance(body, str | bytes):
+            # The body is validated in pydantic-core straight from JSON; the columns are the
+            # store's own values, set as validating them would (about half the cost).
+            message = _from_json(self.message_model, body, columns, _MESSAGE_COLUMNS)
+            if message is not None:
+                return message
         data = dict(load_json(body) if isinstance(body, str | bytes) else body)
-        data.update(
-            chat_id=chat_id,
-            seq=seq,
-            revision=revision,
-            created_at=as_utc(created_at),
-            updated_at=as_utc(updated_at),
-            deleted_at=as_utc(deleted_at),
-        )
+        data.update(columns)
         return self.message_model.model_validate(data)
 
     @staticmethod
@@ -254,7 +342,11 @@ class StoreCore(DriverPrimitives):
 
         Datetime columns may be naive (taken as UTC).
         """
+        values = {k: as_utc(v) if isinstance(v, datetime) else v for k, v in columns.items()}
+        if isinstance(body, str | bytes):
+            record = _from_json(model, body, values, frozenset(values))
+            if record is not None:
+                return record
         data = dict(load_json(body) if isinstance(body, str | bytes) else body)
-        for key, value in columns.items():
-            data[key] = as_utc(value) if isinstance(value, datetime) else value
+        data.update(values)
         return validate_model(model, data)
