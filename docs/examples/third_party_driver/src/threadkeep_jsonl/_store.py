@@ -156,9 +156,9 @@ class JsonlStore(Store):
                     "delete it before restoring this one"
                 )
                 raise Conflict(msg)
-            # Appends own seq and last_message_at; identity and creation never change.
-            kept = {k: row[k] for k in ("user_id", "thread_id", "seq", "created_at")}
-            kept["last_message_at"] = row["last_message_at"]
+            # Identity and creation never change; appends own seq and last_message_at.
+            fixed = ("user_id", "thread_id", "seq", "created_at", "last_message_at")
+            kept = {k: row[k] for k in fixed}
             new = chat.model_dump(mode="json") | kept | {"revision": row["revision"] + 1}
             self._commit({"chats": [new]})
             return self._chat(new)
@@ -234,8 +234,13 @@ class JsonlStore(Store):
                     raise IdempotencyConflict(msg)  # before anything of the batch is written
                 results.append((held, False))
             if new_rows:
-                touched = {"revision": chat["revision"] + 1, "updated_at": _iso(now)}
-                chat_row = chat | touched | {"last_message_at": _iso(now)}
+                stamp = _iso(now)
+                revision = chat["revision"] + 1
+                chat_row = chat | {
+                    "revision": revision,
+                    "updated_at": stamp,
+                    "last_message_at": stamp,
+                }
                 self._commit({"chats": [chat_row], "messages": new_rows})
             return [(self._message(row), created) for row, created in results]
 
