@@ -65,10 +65,6 @@ class Transcript:
         if isinstance(value, uuid.UUID):
             value = str(value)
         if isinstance(value, dict):
-            if "thread_id" in value:
-                # A chat. DriverPrimitives._insert_messages says an append sets the chat's
-                # updated_at; the memory driver leaves it (reported), so it is not compared.
-                value = {k: v for k, v in value.items() if k != "updated_at"}
             return {self._clean(k): self._clean(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self._clean(v) for v in value]

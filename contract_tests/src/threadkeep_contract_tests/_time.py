@@ -116,6 +116,20 @@ class TimeTests(ContractBase):
         assert_utc(read.created_at, "message.created_at")
 
     @pytest.mark.asyncio
+    async def test_append_moves_chat_activity(self, store_factory: StoreFactory) -> None:
+        """An append sets the chat's ``last_message_at`` and ``updated_at`` to its instant."""
+        clock = SteppingClock(step=timedelta(seconds=1))
+        async with opened(store_factory, clock=clock) as store:
+            chat = await store.create_chat("u-time", "t-activity")
+            message = await store.append_message(chat.chat_id, Message(role="user", content="a"))
+            read = await store.get_chat(chat.chat_id)
+        assert message.created_at is not None
+        assert chat.created_at is not None
+        assert message.created_at > chat.created_at
+        assert read.last_message_at == message.created_at, "last_message_at is the append's"
+        assert read.updated_at == message.created_at, "an append is an update of the chat"
+
+    @pytest.mark.asyncio
     async def test_naive_clock_is_refused(self, store_factory: StoreFactory) -> None:
         """A clock returning naive datetimes is refused with ``InvalidArgument``."""
         naive = datetime(2030, 1, 1, tzinfo=UTC).replace(tzinfo=None)

@@ -138,12 +138,16 @@ class MemServiceBase(Store):
         deleted_at = parse_time(body.get("deleted_at"))
         if deleted_at is None and session.deleted_at is not None:
             deleted_at = datetime.fromtimestamp(session.deleted_at, UTC)
+        last_message_at = parse_time(session.metadata.get("last_message_at"))
+        # An append is an update of the chat (SPI: _insert_messages sets updated_at).
+        stamps = [t for t in (parse_time(body.get("updated_at")), last_message_at) if t]
         return self.record_from_body(
             self.chat_model,
             body,
             seq=session.sequence_id,
             revision=session.version,
-            last_message_at=parse_time(session.metadata.get("last_message_at")),
+            last_message_at=last_message_at,
+            updated_at=max(stamps) if stamps else None,
             deleted_at=deleted_at,
         )
 

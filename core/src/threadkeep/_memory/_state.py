@@ -48,6 +48,7 @@ class ChatRow:
     deleted: bool = False
     archived: bool = False
     last_message_at: datetime | None = None
+    updated_at: datetime | None = None
     next_seq: int = 1
     next_step_seq: int = 1
     seqs: list[int] = field(default_factory=list)

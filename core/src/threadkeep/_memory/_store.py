@@ -69,6 +69,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             seq=row.seq,
             revision=row.revision,
             last_message_at=row.last_message_at,
+            updated_at=row.updated_at,
         )
 
     async def _insert_chat(self, chat: Chat) -> Chat:
@@ -85,6 +86,7 @@ class MemoryStore(MemoryRunsMixin, Store):
                 thread_id=chat.thread_id,
                 seq=state.chat_seq,
                 last_message_at=chat.last_message_at,
+                updated_at=chat.updated_at,
             )
             state.chats[chat.chat_id] = row
             state.live_keys[key] = chat.chat_id
@@ -118,7 +120,7 @@ class MemoryStore(MemoryRunsMixin, Store):
                 state.live_keys.pop(key, None) if state.live_keys.get(key) == chat.chat_id else None
             else:
                 state.live_keys[key] = chat.chat_id
-            row.body = self.record_body(chat)
+            row.body, row.updated_at = self.record_body(chat), chat.updated_at
             row.deleted, row.archived = deleted, chat.status is ChatStatus.ARCHIVED
             row.revision += 1
             return self._chat(row)
@@ -244,7 +246,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             chat.add(row)
             self._index(row)
         if created:
-            chat.last_message_at = now
+            chat.last_message_at = chat.updated_at = now
             chat.revision += 1
         return [(self._message(row), is_new) for row, is_new in results]
 
