@@ -2,7 +2,8 @@
 
 Plans, not timings: with sequential scans disabled for the transaction, each statement the
 driver sends must use the named index and, for pages, read in index order (no Sort node), so
-a page 500,000 messages deep costs what the first one does.
+a page 500,000 messages deep costs what the first one does. The SQL explained is what the
+PostgreSQL runner sends (``_runner.RawStatement``), parameters bound the same way.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sqlalchemy as sa
 
 from threadkeep import ChatFilter, Message, ToolCall
 from threadkeep_sql import SqlStore
-from threadkeep_sql._chats import chat_filter_clauses
+from threadkeep_sql._chats import chat_page
 from threadkeep_sql._messages import (
     _FIND_NESTED,
     _FIND_NESTED_BY_AGUI,
@@ -22,21 +23,15 @@ from threadkeep_sql._messages import (
     _LAST_BOUNDARY,
     _PAGE,
 )
-from threadkeep_sql._schema import CHAT_COLUMNS, chats
+from threadkeep_sql._runner import RawStatement
 
 
 async def plan(store: SqlStore, stmt: Any, params: dict[str, Any]) -> str:
     async with store.db.transaction() as conn:
-        compiled = stmt.compile(dialect=conn.dialect)
-        values = compiled.construct_params(params)
-        processors = compiled._bind_processors
-        args = tuple(
-            processors[name](values[name]) if name in processors else values[name]
-            for name in compiled.positiontup
-        )
+        raw = RawStatement.compile(stmt, conn.dialect)
         await conn.execute(sa.text("ANALYZE"))
         await conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
-        rows = await conn.exec_driver_sql(f"EXPLAIN {compiled.string}", args)
+        rows = await conn.exec_driver_sql(f"EXPLAIN {raw.sql}", tuple(raw.args(params)))
         return "\n".join(r[0] for r in rows)
 
 
@@ -91,16 +86,11 @@ async def test_chat_list_and_previews_walk_indexes(pg_store: SqlStore) -> None:
     for i in range(5):
         chat = await pg_store.create_chat("u", f"t{i}")
         await pg_store.append_message(chat.chat_id, Message(role="user", content="hi"))
-    listing = (
-        sa.select(*CHAT_COLUMNS)
-        .where(*chat_filter_clauses(ChatFilter(user_id="u"), "postgresql"))
-        .where(chats.c.seq < 10**9)
-        .order_by(chats.c.seq.desc())
-        .limit(51)
-    )
-    text = await plan(pg_store, listing, {})
-    assert "ix_chats_user_seq" in text
-    assert "Sort" not in text
+    for before in (None, 10**9):
+        listing, params = chat_page(ChatFilter(user_id="u"), "postgresql", before, 51)
+        text = await plan(pg_store, listing, params)
+        assert "ix_chats_user_seq" in text
+        assert "Sort" not in text
     ids = [c.chat_id for c in (await pg_store.list_chats()).items]
     previews = await plan(pg_store, pg_store._last_messages_sql, {"chat_ids": ids})
     assert "messages_pkey" in previews

@@ -58,10 +58,10 @@ class ArchiveMixin(SqlBase):
     """``_scan_messages``, ``_delete_hot_messages``, ``_restore_messages`` and the step pair."""
 
     async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
-        async with self._db.read() as conn:
+        async with self._db.runner() as run:
             params = {"chat_id": chat_id, "after": after_seq, "limit": limit}
-            rows = (await conn.execute(_SCAN, params)).all()
-        return [self._message_row(row) for row in rows]
+            rows = await run.all(_SCAN, params)
+        return self._message_rows(rows)
 
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
         async with self._db.transaction() as conn:

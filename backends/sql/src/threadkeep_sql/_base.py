@@ -94,6 +94,10 @@ class SqlBase(Store):
             deleted_at=deleted_at,
         )
 
+    def _message_rows(self, rows: Sequence[Sequence[Any]]) -> list[Message]:
+        """Rebuild the messages of rows of ``_schema.MESSAGE_COLUMNS``."""
+        return [self._message_row(row) for row in rows]
+
     def _chat_row(self, row: Sequence[Any]) -> Chat:
         """Rebuild a chat from a row of ``_schema.CHAT_COLUMNS``."""
         seq, revision, updated_at, last_message_at, body = row

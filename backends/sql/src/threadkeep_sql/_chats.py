@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 from uuid import UUID
 
@@ -23,7 +24,7 @@ from ._schema import (
     steps,
 )
 
-__all__ = ["ChatsMixin", "chat_filter_clauses", "needs_recheck"]
+__all__ = ["ChatsMixin", "chat_filter_clauses", "chat_page", "needs_recheck"]
 
 _SECRET_KEY = "cursor_secret"  # noqa: S105 - the settings row that holds it, not a secret
 _INSERT_ATTEMPTS = 8
@@ -51,8 +52,14 @@ def _chat_columns(chat: Chat) -> dict[str, Any]:
     }
 
 
-def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.ColumnElement[bool]]:
+def chat_filter_clauses(
+    chat_filter: ChatFilter, dialect: str
+) -> tuple[tuple[Hashable, ...], list[sa.ColumnElement[bool]], dict[str, Any]]:
     """Translate a ``ChatFilter`` to WHERE clauses (the same rules as ``threadkeep.chat_matches``).
+
+    Returns ``(shape, clauses, params)``: the clauses hold bind parameters, ``params`` their
+    values, and ``shape`` names which clauses there are, so one statement (compiled once)
+    serves every filter of a shape.
 
     The keyword is matched against ``name_folded`` (``name.casefold()``, written with the
     chat) with ``strpos``/``instr``: a case-folded substring test with no LIKE wildcards to
@@ -60,7 +67,15 @@ def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.Column
     part of an escape; the caller re-checks those (see :func:`needs_recheck`).
     """
     c = chats.c
+    shape: list[Hashable] = [dialect, chat_filter.deleted]
     clauses: list[sa.ColumnElement[bool]] = []
+    params: dict[str, Any] = {}
+
+    def equal(column: str, name: str, value: Any) -> None:
+        shape.append(name)
+        clauses.append(c[column] == sa.bindparam(name))
+        params[name] = value
+
     if chat_filter.deleted == "exclude":
         clauses.append(c.deleted_at.is_(None))
     elif chat_filter.deleted == "only":
@@ -68,26 +83,62 @@ def chat_filter_clauses(chat_filter: ChatFilter, dialect: str) -> list[sa.Column
     for field in ("user_id", "tenant_id", "team_id", "agent_id", "channel"):
         wanted = getattr(chat_filter, field)
         if wanted is not None:
-            clauses.append(c[field] == wanted)
+            equal(field, f"f_{field}", wanted)
     if chat_filter.status is not None:
-        clauses.append(c.status == chat_filter.status.value)
+        equal("status", "f_status", chat_filter.status.value)
     if chat_filter.keyword is not None:
         find = sa.func.strpos if dialect == "postgresql" else sa.func.instr
-        clauses.append(find(c.name_folded, escape_key(chat_filter.keyword.casefold())) > 0)
+        keyword = sa.bindparam("f_keyword", type_=sa.Text())
+        shape.append("keyword")
+        clauses.append(find(c.name_folded, keyword) > 0)
+        params["f_keyword"] = escape_key(chat_filter.keyword.casefold())
     viewer = chat_filter.visible_to
     if viewer is not None:
         if viewer.tenant_id is not None:
-            clauses.append(c.tenant_id == viewer.tenant_id)
+            equal("tenant_id", "v_tenant_id", viewer.tenant_id)
         shared: sa.ColumnElement[bool] = sa.false()
         if viewer.team_id is not None:
-            shared = sa.and_(c.share == Share.TEAM.value, c.team_id == viewer.team_id)
-        clauses.append(sa.or_(c.user_id == viewer.user_id, shared))
+            team = sa.and_(c.share == Share.TEAM.value, c.team_id == sa.bindparam("v_team_id"))
+            shared, params["v_team_id"] = team, viewer.team_id
+        shape.append(("viewer", viewer.team_id is not None))
+        clauses.append(sa.or_(c.user_id == sa.bindparam("v_user_id"), shared))
+        params["v_user_id"] = viewer.user_id
     if chat_filter.idle_before is not None:
         idle = sa.func.coalesce(c.last_message_at, c.created_at)
-        clauses.append(idle < chat_filter.idle_before)
+        shape.append("idle_before")
+        clauses.append(idle < sa.bindparam("f_idle_before", type_=c.created_at.type))
+        params["f_idle_before"] = chat_filter.idle_before
     if chat_filter.deleted_before is not None:
-        clauses.append(c.deleted_at < chat_filter.deleted_before)
-    return clauses
+        shape.append("deleted_before")
+        clauses.append(c.deleted_at < sa.bindparam("f_deleted_before"))
+        params["f_deleted_before"] = chat_filter.deleted_before
+    return tuple(shape), clauses, params
+
+
+_Page = sa.Select[*tuple[Any, ...]]
+_CHAT_PAGES: dict[tuple[Hashable, ...], _Page] = {}
+
+
+def chat_page(
+    chat_filter: ChatFilter, dialect: str, before_seq: int | None, limit: int
+) -> tuple[_Page, dict[str, Any]]:
+    """Return the statement and parameters of one page of chats (newest first).
+
+    The statement is built once per filter shape and kept (there are finitely many shapes),
+    so it is compiled once and its prepared statement is reused.
+    """
+    shape, clauses, params = chat_filter_clauses(chat_filter, dialect)
+    key = (*shape, before_seq is not None)
+    stmt = _CHAT_PAGES.get(key)
+    if stmt is None:
+        stmt = sa.select(*CHAT_COLUMNS).where(*clauses)
+        if before_seq is not None:
+            stmt = stmt.where(chats.c.seq < sa.bindparam("before"))
+        stmt = _CHAT_PAGES[key] = stmt.order_by(chats.c.seq.desc()).limit(sa.bindparam("limit"))
+    params["limit"] = limit
+    if before_seq is not None:
+        params["before"] = before_seq
+    return stmt, params
 
 
 def needs_recheck(chat_filter: ChatFilter) -> bool:
@@ -144,14 +195,14 @@ class ChatsMixin(SqlBase):
         raise Conflict(f"the chat ({chat.user_id!r}, {chat.thread_id!r}) kept changing; retry")
 
     async def _get_chat(self, chat_id: UUID) -> Chat | None:
-        async with self._db.read() as conn:
-            row = (await conn.execute(_GET_CHAT, {"chat_id": chat_id})).first()
+        async with self._db.runner() as run:
+            row = await run.first(_GET_CHAT, {"chat_id": chat_id})
         return None if row is None else self._chat_row(row)
 
     async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
         key = Chat(user_id=user_id, thread_id=thread_id).dedup_key
-        async with self._db.read() as conn:
-            row = (await conn.execute(_FIND_LIVE, {"dedup_key": key})).first()
+        async with self._db.runner() as run:
+            row = await run.first(_FIND_LIVE, {"dedup_key": key})
         return None if row is None else self._chat_row(row)
 
     async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
@@ -173,16 +224,12 @@ class ChatsMixin(SqlBase):
     async def _page_chats(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[Chat]:
-        where = chat_filter_clauses(chat_filter, self._db.dialect)
         recheck = needs_recheck(chat_filter)
         found: list[Chat] = []
         while len(found) < limit:
-            stmt = sa.select(*CHAT_COLUMNS).where(*where)
-            if before_seq is not None:
-                stmt = stmt.where(chats.c.seq < before_seq)
-            stmt = stmt.order_by(chats.c.seq.desc()).limit(limit)
-            async with self._db.read() as conn:
-                rows = (await conn.execute(stmt)).all()
+            stmt, params = chat_page(chat_filter, self._db.dialect, before_seq, limit)
+            async with self._db.runner() as run:
+                rows = await run.all(stmt, params)
             batch = [self._chat_row(row) for row in rows]
             found += [c for c in batch if chat_matches(chat_filter, c)] if recheck else batch
             if len(rows) < limit:

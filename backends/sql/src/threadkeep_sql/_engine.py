@@ -1,6 +1,7 @@
 """Engines and connections: how each operation reaches the database.
 
-Three ways in, chosen per operation by the driver:
+Three ways in, chosen per operation by the driver (and :meth:`Database.runner`, the same
+connections behind a :class:`~threadkeep_sql._runner.Runner` for the hot paths):
 
 - :meth:`Database.read`: reads. PostgreSQL: ``AUTOCOMMIT`` (no ``BEGIN``/``COMMIT`` round
   trips) on connections kept checked out between operations (no pool round trip in the
@@ -29,15 +30,17 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
-from threadkeep import InvalidArgument
+from threadkeep import InvalidArgument, ThreadkeepError
 
 from ._errors import map_native_errors
+from ._runner import Compiled, PgRunner, Runner
 
 __all__ = ["SCHEMES", "Database", "Dialect", "normalize_url"]
 
@@ -55,6 +58,9 @@ BUSY_TIMEOUT_MS = 30_000
 """How long a SQLite writer waits for another process's write lock, in milliseconds."""
 
 _READ_OPTION = "threadkeep_read"
+
+_REPORTED = (asyncpg.PostgresError, SQLAlchemyError, ThreadkeepError)
+"""Errors after which a connection is still in a known state."""
 
 
 def normalize_url(url: str) -> URL:
@@ -108,8 +114,9 @@ class Database:
     _reader: AsyncEngine
     _write_lock: asyncio.Lock | None = None
     _every_lock: asyncio.Lock | None = None
-    _held: list[AsyncConnection] = field(default_factory=list)
+    _held: list[tuple[AsyncConnection, Any]] = field(default_factory=list)
     _held_max: int = 0
+    _compiled: Compiled | None = None
 
     @classmethod
     def create(cls, url: URL, *, schema: str | None = None, pool_size: int = 10) -> Database:
@@ -135,7 +142,12 @@ class Database:
         )
         auto = engine.execution_options(isolation_level="AUTOCOMMIT")
         return cls(
-            engine=engine, dialect="postgresql", _single=auto, _reader=auto, _held_max=pool_size
+            engine=engine,
+            dialect="postgresql",
+            _single=auto,
+            _reader=auto,
+            _held_max=pool_size,
+            _compiled=Compiled(engine.dialect),
         )
 
     @classmethod
@@ -173,37 +185,79 @@ class Database:
                     yield await stack.enter_async_context(engine.connect())
 
     @asynccontextmanager
-    async def _autocommit(self) -> AsyncIterator[AsyncConnection]:
+    async def _autocommit(self) -> AsyncIterator[tuple[AsyncConnection, Any]]:
         """PostgreSQL: an ``AUTOCOMMIT`` connection kept checked out between operations.
 
-        A pool checkout and check-in cost about as much client CPU as the statement itself
-        (measured by ``bench/sql_bench.py``), so up to ``pool_size`` idle autocommit
-        connections are kept here. Any exception discards the connection (it may be broken
-        or mid-statement after a cancellation); the next operation takes a fresh one.
+        Yields the SQLAlchemy connection and its asyncpg connection. A pool checkout and
+        check-in cost about as much client CPU as the statement itself (measured by
+        ``bench/sql_bench.py``), so up to ``pool_size`` idle autocommit connections are kept
+        here. Any exception discards the connection; a closed connection, or an exception
+        that is neither an error reported by the server or SQLAlchemy nor one of ours (a
+        lost connection, a cancellation mid-statement), invalidates it, since SQLAlchemy may
+        not have seen what happened on the asyncpg connection. The next operation takes a
+        fresh one.
         """
         with map_native_errors():
-            conn = self._held.pop() if self._held else await self._single.connect()
+            held = self._held.pop() if self._held else await self._checkout()
             try:
-                yield conn
-            except BaseException:
+                yield held
+            except BaseException as exc:
                 with contextlib.suppress(Exception):
-                    await conn.close()
+                    if held[1].is_closed() or not isinstance(exc, _REPORTED):
+                        await held[0].invalidate()
+                    await held[0].close()
                 raise
             if len(self._held) < self._held_max:
-                self._held.append(conn)
+                self._held.append(held)
             else:
-                await conn.close()
+                await held[0].close()
+
+    async def _checkout(self) -> tuple[AsyncConnection, Any]:
+        conn = await self._single.connect()
+        try:
+            driver = (await conn.get_raw_connection()).driver_connection
+        except BaseException:
+            await conn.close()
+            raise
+        return conn, driver
+
+    @asynccontextmanager
+    async def _conn_only(self) -> AsyncIterator[AsyncConnection]:
+        async with self._autocommit() as (conn, _):
+            yield conn
+
+    @asynccontextmanager
+    async def _runner(
+        self, engine: AsyncEngine, *, transaction: bool, write: bool
+    ) -> AsyncIterator[Runner]:
+        if self._compiled is not None:
+            async with self._autocommit() as (conn, driver):
+                yield PgRunner(conn, driver, self._compiled)
+        else:
+            async with self._enter(engine, transaction=transaction, write=write) as conn:
+                yield Runner(conn)
+
+    def runner(self, *, write: bool = False) -> AbstractAsyncContextManager[Runner]:
+        """Return an async context manager giving a :class:`Runner` for one operation.
+
+        ``write=False``: reads, as :meth:`read`; ``write=True``: self-atomic write
+        statements, as :meth:`write`. PostgreSQL runs the statements on asyncpg directly
+        (see :mod:`threadkeep_sql._runner`), SQLite through SQLAlchemy.
+        """
+        if write:
+            return self._runner(self.engine, transaction=True, write=True)
+        return self._runner(self._reader, transaction=False, write=False)
 
     def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """Return an async context manager giving a connection for reads."""
         if self.dialect == "postgresql":
-            return self._autocommit()
+            return self._conn_only()
         return self._enter(self._reader, transaction=False, write=False)
 
     def write(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """Return an async context manager for one self-atomic write statement."""
         if self.dialect == "postgresql":
-            return self._autocommit()
+            return self._conn_only()
         return self._enter(self.engine, transaction=True, write=True)
 
     def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
@@ -215,7 +269,7 @@ class Database:
         held, self._held = self._held, []
         try:
             with map_native_errors():
-                for conn in held:
+                for conn, _ in held:
                     await conn.close()
                 await self.engine.dispose()
         except Exception:  # noqa: BLE001 - closing must not raise (DriverPrimitives._close)

@@ -11,6 +11,9 @@ other integrity errors, ``DataError``                  ``InvalidArgument``
 connection refused/lost, timeouts, "database is        ``BackendUnavailable``
 locked", pool exhaustion, any other database error
 =====================================================  ==========================
+
+asyncpg's own errors, raised on the hot paths that run on asyncpg directly
+(:mod:`threadkeep_sql._runner`), map the same way as the SQLAlchemy errors wrapping them.
 """
 
 from __future__ import annotations
@@ -83,19 +86,25 @@ def map_native_errors(conflict: str | None = None) -> Iterator[None]:
         raise InvalidArgument(f"the database refused the write: {_describe(exc)}") from exc
     except sa_exc.DataError as exc:
         raise InvalidArgument(f"the database cannot store a value: {_describe(exc)}") from exc
-    except (asyncpg.UniqueViolationError, sqlite3.IntegrityError) as exc:
+    except (asyncpg.IntegrityConstraintViolationError, sqlite3.IntegrityError) as exc:
+        # asyncpg's own errors reach here from the hot paths that run on asyncpg directly.
         if is_unique_violation(exc):
             raise Conflict(conflict or f"a unique key is already taken: {exc}") from exc
         raise InvalidArgument(f"the database refused the write: {exc}") from exc
+    except asyncpg.DataError as exc:
+        raise InvalidArgument(f"the database cannot store a value: {exc}") from exc
     except (
         sa_exc.SQLAlchemyError,
         asyncpg.PostgresError,
         asyncpg.InterfaceError,
+        asyncpg.InternalClientError,  # e.g. a statement sent as the server drops the connection
         sqlite3.Error,
         CommandError,
         OSError,
         TimeoutError,
     ) as exc:
+        if any(isinstance(item, asyncpg.DataError) for item in _chain(exc)):
+            raise InvalidArgument(f"the database cannot store a value: {_describe(exc)}") from exc
         msg = (
             f"the database failed ({type(exc).__name__}: {_describe(exc)}); check that it "
             "is running and reachable, then retry"

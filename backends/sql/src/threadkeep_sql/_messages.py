@@ -9,7 +9,6 @@ from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadkeep import (
@@ -30,6 +29,7 @@ from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages
 __all__ = ["MessagesMixin"]
 
 _NO_SEQ = 2**62  # "before" for a first page: above every seq, so one cached statement serves
+_NO_FILTER = MessageFilter()
 _FAST_ATTEMPTS = 3
 
 _m, _c, _r = messages.c, chats.c, message_refs.c
@@ -224,14 +224,14 @@ class MessagesMixin(SqlBase):
             return await self._insert_batch_fast(chat_id, items, now)
         item = items[0]
         for _ in range(_FAST_ATTEMPTS):
-            async with self._db.write() as conn:
-                seq = await append_one(conn, chat_id, item, now)
+            async with self._db.runner(write=True) as run:
+                seq = await append_one(run, chat_id, item, now)
                 if seq is not None:
                     return [(self._new(item, chat_id, seq, now), True)]
                 if item.message.agui_id is None:
                     return None  # the chat is not hot: the caller finds out which way
                 params = {"chat_id": chat_id, "agui_id": item.message.agui_id}
-                stored = (await conn.execute(_GET_BY_AGUI_IN_HOT_CHAT, params)).first()
+                stored = await run.first(_GET_BY_AGUI_IN_HOT_CHAT, params)
             if stored is not None:
                 return [(self._message_row(stored), False)]
             # Nothing inserted and nothing stored: the stored message went away; try again.
@@ -240,10 +240,10 @@ class MessagesMixin(SqlBase):
     async def _insert_batch_fast(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
-        async with self._db.write() as conn:
+        async with self._db.runner(write=True) as run:
             try:
-                first = await append_batch(conn, chat_id, items, now)
-            except IntegrityError as exc:
+                first = await append_batch(run, chat_id, items, now)
+            except Exception as exc:
                 if is_unique_violation(exc):  # a racing duplicate: nothing was written
                     return None
                 raise
@@ -323,8 +323,8 @@ class MessagesMixin(SqlBase):
         return await self._one(_GET_BY_AGUI, {"chat_id": chat_id, "agui_id": agui_id})
 
     async def _one(self, stmt: sa.Executable, params: dict[str, Any]) -> Message | None:
-        async with self._db.read() as conn:
-            row = (await conn.execute(stmt, params)).first()
+        async with self._db.runner() as run:
+            row = await run.first(stmt, params)
         return None if row is None else self._message_row(row)
 
     async def _replace_message(
@@ -387,33 +387,33 @@ class MessagesMixin(SqlBase):
         before_seq: int | None,
         limit: int,
     ) -> list[Message] | None:
-        stmt = _filtered_page(message_filter)
         params = {
             "chat_id": chat_id,
             "before": _NO_SEQ if before_seq is None else before_seq,
             "limit": limit,
         }
-        async with self._db.read() as conn:
-            rows = (await conn.execute(stmt, params)).all()
-            if not rows and not (await conn.execute(_IS_HOT, {"chat_id": chat_id})).scalar():
+        async with self._db.runner() as run:
+            if message_filter == _NO_FILTER:
+                rows = await run.all(_PAGE, params)
+            else:  # built per call (IN lists): through SQLAlchemy, which caches its compilation
+                rows = (await run.conn.execute(_filtered_page(message_filter), params)).all()
+            if not rows and not await run.scalar(_IS_HOT, {"chat_id": chat_id}):
                 return None
-        return [self._message_row(row) for row in rows]
+        return self._message_rows(rows)
 
     async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
-        async with self._db.read() as conn:
+        async with self._db.runner() as run:
             params = {"chat_id": chat_id, "after": after_seq, "limit": limit}
-            rows = (await conn.execute(_AFTER, params)).all()
-        return [self._message_row(row) for row in rows]
+            rows = await run.all(_AFTER, params)
+        return self._message_rows(rows)
 
     async def _last_boundary(self, chat_id: UUID) -> Message | None:
         return await self._one(_LAST_BOUNDARY, {"chat_id": chat_id})
 
     async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        async with self._db.read() as conn:
-            result = await conn.execute(self._last_messages_sql, {"chat_ids": list(chat_ids)})
-            rows = result.all()
-        found = [self._message_row(row) for row in rows]
-        return {m.chat_id: m for m in found if m.chat_id is not None}
+        async with self._db.runner() as run:
+            rows = await run.all(self._last_messages_sql, {"chat_ids": list(chat_ids)})
+        return {m.chat_id: m for m in self._message_rows(rows) if m.chat_id is not None}
 
     # -- nested lookups ------------------------------------------------------------------
 

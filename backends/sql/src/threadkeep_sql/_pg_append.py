@@ -7,8 +7,8 @@ next seq, an INSERT, an UPDATE) costs 2.3-3.9x raw asyncpg; these statements get
   data-modifying CTE bumps the chat's ``next_seq``/``revision``/``last_message_at`` (the row
   lock on the chat orders concurrent appenders, so seqs are strictly increasing in commit
   order) and inserts the message and its ``message_refs`` rows;
-- statements are built once (``text`` with named parameters), so SQLAlchemy's compiled cache
-  and asyncpg's prepared-statement cache both hit;
+- statements are built once (``text`` with named parameters), compiled once and run on
+  asyncpg directly (``_runner.PgRunner``), so asyncpg's prepared-statement cache hits;
 - a batch goes through ``unnest`` of one array per column; a multi-row
   ``insert().values([...])`` gets no compiled-cache key and recompiles on every call.
 
@@ -27,10 +27,10 @@ from typing import Any
 from uuid import UUID
 
 from sqlalchemy import TextClause, text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadkeep import PreparedMessage
 
+from ._runner import Runner
 from ._schema import escape_key
 
 __all__ = ["append_batch", "append_one"]
@@ -138,7 +138,7 @@ def _refs(messages: Sequence[PreparedMessage]) -> dict[str, list[Any]]:
 
 
 async def append_one(
-    conn: AsyncConnection, chat_id: UUID, item: PreparedMessage, now: datetime
+    run: Runner, chat_id: UUID, item: PreparedMessage, now: datetime
 ) -> int | None:
     """Append one message in one statement; return its seq, or ``None`` if nothing was written.
 
@@ -167,12 +167,12 @@ async def append_one(
         del refs["ref_indexes"]
         params.update(refs)
         stmt = APPEND_ONE_REFS
-    seq: int | None = (await conn.execute(stmt, params)).scalar_one_or_none()
+    seq: int | None = await run.scalar(stmt, params)
     return seq
 
 
 async def append_batch(
-    conn: AsyncConnection, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+    run: Runner, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
 ) -> int | None:
     """Append a batch in one statement; return the first seq, or ``None`` if nothing was written.
 
@@ -200,5 +200,5 @@ async def append_batch(
     if any(m.tool_calls or m.reasonings for m in messages):
         params.update(_refs(items))
         stmt = APPEND_BATCH_REFS
-    first: int | None = (await conn.execute(stmt, params)).scalar_one_or_none()
+    first: int | None = await run.scalar(stmt, params)
     return first

@@ -1,0 +1,185 @@
+"""Runners: how a prebuilt statement reaches the database on the hot paths.
+
+Every statement is built with SQLAlchemy Core. On SQLite a :class:`Runner` executes it through
+the SQLAlchemy connection. On PostgreSQL a :class:`PgRunner` runs it on the pooled
+connection's asyncpg connection (``AsyncConnection.get_raw_connection().driver_connection``,
+SQLAlchemy's documented escape hatch): the statement is compiled once to the PostgreSQL
+dialect (:class:`RawStatement`), its parameters go through the column types' bind processors
+(``KeyText`` escaping included) and its rows through their result processors, and asyncpg's
+prepared-statement cache serves every later call. SQLAlchemy's async execute path (greenlet
+hand-off, execution context, cursor adapter, row objects) costs 0.15-0.25 ms of client CPU
+per statement, about as much as the whole round trip of a cached 50-row page
+(``bench/sql_bench.py``), and this path skips it.
+
+Native errors are mapped where the connection is taken (``Database.runner``), so asyncpg
+errors go through the driver's one ``map_native_errors`` like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+__all__ = ["Compiled", "PgRunner", "RawStatement", "Runner"]
+
+Row = Sequence[Any]
+Params = Mapping[str, Any]
+_NO_PARAMS: Params = {}
+
+
+@dataclass(frozen=True, slots=True)
+class RawStatement:
+    """A statement compiled once for asyncpg.
+
+    Attributes:
+        sql: The SQL text with ``$n`` placeholders.
+        names: The parameter name of each placeholder, in order.
+        defaults: Values of parameters the statement carries itself (literals).
+        binds: The bind processor of each placeholder, or ``None``.
+        results: The result processor of each column, or ``None`` when no column has one
+            (rows are then asyncpg's records as they come).
+    """
+
+    sql: str
+    names: tuple[str, ...]
+    defaults: Mapping[str, Any]
+    binds: tuple[Callable[[Any], Any] | None, ...]
+    results: tuple[Callable[[Any], Any] | None, ...] | None
+
+    @classmethod
+    def compile(cls, stmt: sa.Executable, dialect: Dialect) -> RawStatement:
+        """Compile ``stmt`` for ``dialect`` (a PostgreSQL asyncpg dialect)."""
+        compiled = stmt.compile(dialect=dialect)  # type: ignore[attr-defined]
+        names = tuple(compiled.positiontup or ())
+        binds = tuple(
+            compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+            for name in names
+        )
+        defaults = {
+            name: compiled.binds[name].effective_value
+            for name in names
+            if not compiled.binds[name].required
+        }
+        columns = getattr(stmt, "exported_columns", ())  # SELECT columns, or RETURNING
+        processors = tuple(
+            col.type.dialect_impl(dialect).result_processor(dialect, None) for col in columns
+        )
+        results = processors if any(p is not None for p in processors) else None
+        return cls(compiled.string, names, defaults, binds, results)
+
+    def args(self, params: Params) -> list[Any]:
+        """Return the positional arguments for ``params`` (bind processors applied).
+
+        Raises:
+            KeyError: If a required parameter is missing (a bug in the caller).
+        """
+        values = []
+        for name, process in zip(self.names, self.binds, strict=True):
+            value = params[name] if name in params else self.defaults[name]
+            values.append(value if process is None else process(value))
+        return values
+
+    def rows(self, records: Sequence[Row]) -> Sequence[Row]:
+        """Return ``records`` with the result processors applied."""
+        if self.results is None:
+            return records
+        return [self.row(record) for record in records]
+
+    def row(self, record: Row) -> Row:
+        """Return one record with the result processors applied."""
+        if self.results is None:
+            return record
+        return tuple(
+            value if process is None else process(value)
+            for value, process in zip(record, self.results, strict=True)
+        )
+
+
+class Compiled:
+    """The :class:`RawStatement` of each statement a store runs, compiled on first use.
+
+    Statements are keyed by identity (module-level constants), or by an explicit ``key``
+    for statements built per call from a finite set of shapes (chat filters).
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._by_id: dict[int, tuple[sa.Executable, RawStatement]] = {}
+        self._by_key: dict[Hashable, RawStatement] = {}
+
+    def get(self, stmt: sa.Executable, key: Hashable | None = None) -> RawStatement:
+        """Return the compiled form of ``stmt`` (compiling it the first time)."""
+        if key is not None:
+            found = self._by_key.get(key)
+            if found is None:
+                found = self._by_key[key] = RawStatement.compile(stmt, self._dialect)
+            return found
+        entry = self._by_id.get(id(stmt))
+        if entry is None or entry[0] is not stmt:
+            entry = self._by_id[id(stmt)] = (stmt, RawStatement.compile(stmt, self._dialect))
+        return entry[1]
+
+
+class Runner:
+    """Runs statements through a SQLAlchemy connection (SQLite, and anything not hot).
+
+    ``key`` names a statement's shape for :class:`PgRunner`'s cache and is ignored here.
+    """
+
+    def __init__(self, conn: AsyncConnection) -> None:
+        self.conn = conn
+
+    async def all(
+        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
+    ) -> Sequence[Row]:
+        """Return every row."""
+        return (await self.conn.execute(stmt, dict(params))).all()
+
+    async def first(
+        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
+    ) -> Row | None:
+        """Return the first row, or ``None``."""
+        return (await self.conn.execute(stmt, dict(params))).first()
+
+    async def scalar(
+        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
+    ) -> Any:
+        """Return the first column of the first row, or ``None``."""
+        return (await self.conn.execute(stmt, dict(params))).scalar()
+
+
+class PgRunner(Runner):
+    """Runs statements on the asyncpg connection under ``conn`` (see the module docstring)."""
+
+    def __init__(self, conn: AsyncConnection, driver: Any, compiled: Compiled) -> None:
+        super().__init__(conn)
+        self._driver = driver
+        self._compiled = compiled
+
+    async def all(
+        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
+    ) -> Sequence[Row]:
+        """Return every row."""
+        raw = self._compiled.get(stmt, key)
+        records: Sequence[Row] = await self._driver.fetch(raw.sql, *raw.args(params))
+        return raw.rows(records)
+
+    async def first(
+        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
+    ) -> Row | None:
+        """Return the first row, or ``None``."""
+        raw = self._compiled.get(stmt, key)
+        record: Row | None = await self._driver.fetchrow(raw.sql, *raw.args(params))
+        return None if record is None else raw.row(record)
+
+    async def scalar(
+        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
+    ) -> Any:
+        """Return the first column of the first row, or ``None``."""
+        row = await self.first(stmt, params, key=key)
+        return None if row is None else row[0]
