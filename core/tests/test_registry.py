@@ -107,3 +107,22 @@ def test_open_store_without_url_follows_the_environment(
     monkeypatch.setenv("THREADKEEP_URL", "memory://from-env")
     assert open_store().url == "memory://from-env"
     assert open_store("memory://argument").url == "memory://argument"
+
+
+def test_opening_a_scheme_imports_only_the_plugin_that_serves_it():
+    """``threadkeep_schemes`` lets the registry skip other drivers' heavy imports."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, threadkeep\n"
+        "threadkeep.installed_schemes()\n"
+        "threadkeep.open_store('memory://')\n"
+        "heavy = [m for m in ('sqlalchemy', 'pymongo', 'aiobotocore') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "", f"imported for memory://: {done.stdout.strip()}"
+

@@ -17,7 +17,7 @@ Example plugin module::
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -54,6 +54,16 @@ class _HookSpecs:
 
         Each class lists its URL schemes in ``schemes``. Import lazily inside the hook so
         that loading plugins stays cheap.
+        """
+
+    @hookspec
+    def threadkeep_schemes(self) -> Mapping[str, Sequence[str]]:  # type: ignore[empty-body]
+        """Declare, without importing anything, which URL schemes this plugin serves.
+
+        Return ``{"threadkeep_drivers": (...schemes...), "threadkeep_archives": (...)}``.
+        Optional but recommended: with it, opening a URL imports only the plugin that serves
+        its scheme (drivers pull in SQLAlchemy, PyMongo, botocore...). A plugin without it
+        is asked for its classes on every lookup.
         """
 
     @hookspec

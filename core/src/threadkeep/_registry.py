@@ -8,7 +8,8 @@ entry-point group (see :mod:`threadkeep._plugins`); the scheme is the part of th
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from ._errors import InvalidArgument, UnknownDriver
 from ._plugins import plugin_manager
@@ -55,23 +56,51 @@ def url_scheme(url: str) -> str:
     return scheme.lower()
 
 
-def _classes_by_scheme(hook_name: str) -> dict[str, type[Any]]:
+def _declared_schemes(hook_name: str) -> dict[object, set[str]]:
+    """Map each plugin that implements ``threadkeep_schemes`` to its schemes for a hook."""
+    declared: dict[object, set[str]] = {}
+    for impl in plugin_manager().hook.threadkeep_schemes.get_hookimpls():
+        served = cast("Mapping[str, Sequence[str]]", impl.function())
+        declared[impl.plugin] = {scheme.lower() for scheme in served.get(hook_name, ())}
+    return declared
+
+
+def _classes_by_scheme(hook_name: str, wanted: str) -> dict[str, type[Any]]:
+    """Return scheme -> class for ``hook_name``, asking only plugins that may serve ``wanted``.
+
+    Those are the plugins declaring it in ``threadkeep_schemes``, and those declaring nothing.
+    """
+    declared = _declared_schemes(hook_name)
+    skip = [plugin for plugin, schemes in declared.items() if wanted not in schemes]
+    caller = plugin_manager().subset_hook_caller(hook_name, remove_plugins=skip)
     found: dict[str, type[Any]] = {}
-    for classes in getattr(plugin_manager().hook, hook_name)():
+    for classes in caller():
         for cls in classes:
             for scheme in getattr(cls, "schemes", ()):
                 found.setdefault(scheme.lower(), cls)
     return found
 
 
+def _scheme_names(hook_name: str) -> list[str]:
+    """Every scheme served for ``hook_name``, importing only plugins that declare nothing."""
+    declared = _declared_schemes(hook_name)
+    names = {scheme for schemes in declared.values() for scheme in schemes}
+    manager = plugin_manager()
+    caller = manager.subset_hook_caller(hook_name, remove_plugins=list(declared))
+    for classes in caller():
+        for cls in classes:
+            names.update(scheme.lower() for scheme in getattr(cls, "schemes", ()))
+    return sorted(names)
+
+
 def installed_schemes() -> list[str]:
     """Return the store URL schemes the installed drivers serve, sorted."""
-    return sorted(_classes_by_scheme("threadkeep_drivers"))
+    return _scheme_names("threadkeep_drivers")
 
 
 def installed_archive_schemes() -> list[str]:
     """Return the archive URL schemes the installed archive drivers serve, sorted."""
-    return sorted(_classes_by_scheme("threadkeep_archives"))
+    return _scheme_names("threadkeep_archives")
 
 
 def _unknown(scheme: str, installed: list[str], what: str) -> UnknownDriver:
@@ -96,9 +125,9 @@ def driver_class_for(url: str) -> type[Store]:
             installed schemes and the package that would add it.
     """
     scheme = url_scheme(url)
-    classes = _classes_by_scheme("threadkeep_drivers")
+    classes = _classes_by_scheme("threadkeep_drivers", scheme)
     if scheme not in classes:
-        raise _unknown(scheme, sorted(classes), "driver")
+        raise _unknown(scheme, installed_schemes(), "driver")
     return classes[scheme]
 
 
@@ -109,9 +138,9 @@ def archive_class_for(url: str) -> type[Any]:
         UnknownDriver: As :func:`driver_class_for`, for archive drivers.
     """
     scheme = url_scheme(url)
-    classes = _classes_by_scheme("threadkeep_archives")
+    classes = _classes_by_scheme("threadkeep_archives", scheme)
     if scheme not in classes:
-        raise _unknown(scheme, sorted(classes), "archive driver")
+        raise _unknown(scheme, installed_archive_schemes(), "archive driver")
     return classes[scheme]
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from threadkeep import hookimpl
 
-__all__ = ["threadkeep_drivers"]
+__all__ = ["threadkeep_drivers", "threadkeep_schemes"]
 
 
 @hookimpl
@@ -15,3 +16,9 @@ def threadkeep_drivers() -> list[type[Any]]:
     from ._store import MemServiceStore
 
     return [MemServiceStore]
+
+
+@hookimpl
+def threadkeep_schemes() -> Mapping[str, Sequence[str]]:
+    """Declare the schemes served, so only this plugin is imported for them."""
+    return {"threadkeep_drivers": ("memservice",)}

@@ -13,6 +13,30 @@ bodies over 12 MiB in chunk documents, and the shard key ``{chat_id: 1, seq: 1}`
 the schema, indexes and sharding notes are in :mod:`threadkeep_mongodb._schema`.
 """
 
-from ._store import MongoStore
+from __future__ import annotations
 
-__all__ = ["MongoStore"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._store import MongoStore
+
+__all__ = [
+    "MongoStore",
+]
+
+# Loaded on first use: the plugin entry point imports this package, and loading plugins must
+# not pull in the driver's heavy dependencies until its scheme is opened.
+_LAZY = {
+    "MongoStore": "_store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first access (PEP 562)."""
+    if name not in _LAZY:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -4,7 +4,35 @@ Installed, it registers the ``s3`` archive scheme; use it through
 ``threadkeep.open_archiver(store, "s3://bucket/prefix")`` or ``threadkeep archive``.
 """
 
-from ._archive import PART_SIZE, S3Archive
-from ._errors import map_s3_errors
+from __future__ import annotations
 
-__all__ = ["PART_SIZE", "S3Archive", "map_s3_errors"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._archive import PART_SIZE, S3Archive
+    from ._errors import map_s3_errors
+
+__all__ = [
+    "PART_SIZE",
+    "S3Archive",
+    "map_s3_errors",
+]
+
+# Loaded on first use: the plugin entry point imports this package, and loading plugins must
+# not pull in the driver's heavy dependencies until its scheme is opened.
+_LAZY = {
+    "PART_SIZE": "_archive",
+    "S3Archive": "_archive",
+    "map_s3_errors": "_errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first access (PEP 562)."""
+    if name not in _LAZY:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -11,7 +11,33 @@ The driver registers itself through the ``threadkeep`` entry-point group
 (``threadkeep_sql.plugin``), the same way a third-party driver does.
 """
 
-from ._errors import map_native_errors
-from ._store import SqlStore
+from __future__ import annotations
 
-__all__ = ["SqlStore", "map_native_errors"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._errors import map_native_errors
+    from ._store import SqlStore
+
+__all__ = [
+    "SqlStore",
+    "map_native_errors",
+]
+
+# Loaded on first use: the plugin entry point imports this package, and loading plugins must
+# not pull in the driver's heavy dependencies until its scheme is opened.
+_LAZY = {
+    "SqlStore": "_store",
+    "map_native_errors": "_errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first access (PEP 562)."""
+    if name not in _LAZY:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
