@@ -16,6 +16,8 @@ from ._engine import Database
 
 __all__ = ["SqlBase", "message_values", "ref_values"]
 
+_CHAT_ROW = ("seq", "revision", "updated_at", "last_message_at")  # then the body (CHAT_COLUMNS)
+
 
 def message_values(item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) -> dict[str, Any]:
     """Return the ``messages`` row of a new message (revision 0, not deleted)."""
@@ -83,7 +85,7 @@ class SqlBase(Store):
 
     def _message_row(self, row: Sequence[Any]) -> Message:
         """Rebuild a message from a row of ``_schema.MESSAGE_COLUMNS``."""
-        chat_id, seq, revision, created_at, updated_at, deleted_at, _fingerprint, body = row
+        chat_id, seq, revision, created_at, updated_at, deleted_at, body, _fingerprint = row
         return self.message_from_row(
             body,
             chat_id=chat_id,
@@ -96,11 +98,15 @@ class SqlBase(Store):
 
     def _message_rows(self, rows: Sequence[Sequence[Any]]) -> list[Message]:
         """Rebuild the messages of rows of ``_schema.MESSAGE_COLUMNS``."""
-        return [self._message_row(row) for row in rows]
+        return self.messages_from_rows(rows)
+
+    def _chat_rows(self, rows: Sequence[Sequence[Any]]) -> list[Chat]:
+        """Rebuild the chats of rows of ``_schema.CHAT_COLUMNS``."""
+        return self.records_from_rows(self.chat_model, _CHAT_ROW, rows)
 
     def _chat_row(self, row: Sequence[Any]) -> Chat:
         """Rebuild a chat from a row of ``_schema.CHAT_COLUMNS``."""
-        seq, revision, updated_at, last_message_at, body = row
+        seq, revision, updated_at, last_message_at, body, _chat_id = row
         return self.record_from_body(
             self.chat_model,
             body,

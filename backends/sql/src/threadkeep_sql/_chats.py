@@ -24,7 +24,13 @@ from ._schema import (
     steps,
 )
 
-__all__ = ["ChatsMixin", "chat_filter_clauses", "chat_page", "needs_recheck"]
+__all__ = [
+    "ChatsMixin",
+    "chat_filter_clauses",
+    "chat_filter_shape",
+    "chat_page",
+    "needs_recheck",
+]
 
 _SECRET_KEY = "cursor_secret"  # noqa: S105 - the settings row that holds it, not a secret
 _INSERT_ATTEMPTS = 8
@@ -52,67 +58,81 @@ def _chat_columns(chat: Chat) -> dict[str, Any]:
     }
 
 
-def chat_filter_clauses(
+def chat_filter_shape(
     chat_filter: ChatFilter, dialect: str
-) -> tuple[tuple[Hashable, ...], list[sa.ColumnElement[bool]], dict[str, Any]]:
-    """Translate a ``ChatFilter`` to WHERE clauses (the same rules as ``threadkeep.chat_matches``).
+) -> tuple[tuple[Hashable, ...], dict[str, Any]]:
+    """Return ``(shape, params)`` of a ``ChatFilter`` (the rules of ``threadkeep.chat_matches``).
 
-    Returns ``(shape, clauses, params)``: the clauses hold bind parameters, ``params`` their
-    values, and ``shape`` names which clauses there are, so one statement (compiled once)
-    serves every filter of a shape.
-
-    The keyword is matched against ``name_folded`` (``name.casefold()``, written with the
-    chat) with ``strpos``/``instr``: a case-folded substring test with no LIKE wildcards to
-    escape. Key columns are stored escaped (``escape_key``), so some keywords can also match
-    part of an escape; the caller re-checks those (see :func:`needs_recheck`).
+    ``shape`` names the WHERE clauses the filter needs (see :func:`chat_filter_clauses`) and
+    ``params`` the values of their bind parameters, so one statement (built and compiled
+    once) serves every filter of a shape. Key columns are stored escaped (``escape_key``);
+    their bind parameters escape values the same way, and the keyword is escaped here.
     """
-    c = chats.c
     shape: list[Hashable] = [dialect, chat_filter.deleted]
-    clauses: list[sa.ColumnElement[bool]] = []
     params: dict[str, Any] = {}
-
-    def equal(column: str, name: str, value: Any) -> None:
-        shape.append(name)
-        clauses.append(c[column] == sa.bindparam(name))
-        params[name] = value
-
-    if chat_filter.deleted == "exclude":
-        clauses.append(c.deleted_at.is_(None))
-    elif chat_filter.deleted == "only":
-        clauses.append(c.deleted_at.isnot(None))
     for field in ("user_id", "tenant_id", "team_id", "agent_id", "channel"):
         wanted = getattr(chat_filter, field)
         if wanted is not None:
-            equal(field, f"f_{field}", wanted)
+            shape.append(("eq", field, f"f_{field}"))
+            params[f"f_{field}"] = wanted
     if chat_filter.status is not None:
-        equal("status", "f_status", chat_filter.status.value)
+        shape.append(("eq", "status", "f_status"))
+        params["f_status"] = chat_filter.status.value
     if chat_filter.keyword is not None:
-        find = sa.func.strpos if dialect == "postgresql" else sa.func.instr
-        keyword = sa.bindparam("f_keyword", type_=sa.Text())
         shape.append("keyword")
-        clauses.append(find(c.name_folded, keyword) > 0)
         params["f_keyword"] = escape_key(chat_filter.keyword.casefold())
     viewer = chat_filter.visible_to
     if viewer is not None:
         if viewer.tenant_id is not None:
-            equal("tenant_id", "v_tenant_id", viewer.tenant_id)
-        shared: sa.ColumnElement[bool] = sa.false()
+            shape.append(("eq", "tenant_id", "v_tenant_id"))
+            params["v_tenant_id"] = viewer.tenant_id
         if viewer.team_id is not None:
-            team = sa.and_(c.share == Share.TEAM.value, c.team_id == sa.bindparam("v_team_id"))
-            shared, params["v_team_id"] = team, viewer.team_id
+            params["v_team_id"] = viewer.team_id
         shape.append(("viewer", viewer.team_id is not None))
-        clauses.append(sa.or_(c.user_id == sa.bindparam("v_user_id"), shared))
         params["v_user_id"] = viewer.user_id
     if chat_filter.idle_before is not None:
-        idle = sa.func.coalesce(c.last_message_at, c.created_at)
         shape.append("idle_before")
-        clauses.append(idle < sa.bindparam("f_idle_before", type_=c.created_at.type))
         params["f_idle_before"] = chat_filter.idle_before
     if chat_filter.deleted_before is not None:
         shape.append("deleted_before")
-        clauses.append(c.deleted_at < sa.bindparam("f_deleted_before"))
         params["f_deleted_before"] = chat_filter.deleted_before
-    return tuple(shape), clauses, params
+    return tuple(shape), params
+
+
+def chat_filter_clauses(shape: tuple[Hashable, ...]) -> list[sa.ColumnElement[bool]]:
+    """Return the WHERE clauses of a :func:`chat_filter_shape` shape.
+
+    The keyword is matched against ``name_folded`` (``name.casefold()``, written with the
+    chat) with ``strpos``/``instr``: a case-folded substring test with no LIKE wildcards to
+    escape. Since key columns are stored escaped, some keywords can also match part of an
+    escape; the caller re-checks those (see :func:`needs_recheck`).
+    """
+    c = chats.c
+    dialect, deleted, *parts = shape
+    clauses: list[sa.ColumnElement[bool]] = []
+    if deleted == "exclude":
+        clauses.append(c.deleted_at.is_(None))
+    elif deleted == "only":
+        clauses.append(c.deleted_at.isnot(None))
+    for part in parts:
+        if isinstance(part, tuple) and part[0] == "eq":
+            clauses.append(c[part[1]] == sa.bindparam(part[2]))
+        elif isinstance(part, tuple) and part[0] == "viewer":
+            shared: sa.ColumnElement[bool] = sa.false()
+            if part[1]:
+                team = c.team_id == sa.bindparam("v_team_id")
+                shared = sa.and_(c.share == Share.TEAM.value, team)
+            clauses.append(sa.or_(c.user_id == sa.bindparam("v_user_id"), shared))
+        elif part == "keyword":
+            find = sa.func.strpos if dialect == "postgresql" else sa.func.instr
+            keyword = sa.bindparam("f_keyword", type_=sa.Text())
+            clauses.append(find(c.name_folded, keyword) > 0)
+        elif part == "idle_before":
+            idle = sa.func.coalesce(c.last_message_at, c.created_at)
+            clauses.append(idle < sa.bindparam("f_idle_before", type_=c.created_at.type))
+        elif part == "deleted_before":
+            clauses.append(c.deleted_at < sa.bindparam("f_deleted_before"))
+    return clauses
 
 
 _Page = sa.Select[*tuple[Any, ...]]
@@ -127,11 +147,11 @@ def chat_page(
     The statement is built once per filter shape and kept (there are finitely many shapes),
     so it is compiled once and its prepared statement is reused.
     """
-    shape, clauses, params = chat_filter_clauses(chat_filter, dialect)
+    shape, params = chat_filter_shape(chat_filter, dialect)
     key = (*shape, before_seq is not None)
     stmt = _CHAT_PAGES.get(key)
     if stmt is None:
-        stmt = sa.select(*CHAT_COLUMNS).where(*clauses)
+        stmt = sa.select(*CHAT_COLUMNS).where(*chat_filter_clauses(shape))
         if before_seq is not None:
             stmt = stmt.where(chats.c.seq < sa.bindparam("before"))
         stmt = _CHAT_PAGES[key] = stmt.order_by(chats.c.seq.desc()).limit(sa.bindparam("limit"))
@@ -230,7 +250,7 @@ class ChatsMixin(SqlBase):
             stmt, params = chat_page(chat_filter, self._db.dialect, before_seq, limit)
             async with self._db.runner() as run:
                 rows = await run.all(stmt, params)
-            batch = [self._chat_row(row) for row in rows]
+            batch = self._chat_rows(rows)
             found += [c for c in batch if chat_matches(chat_filter, c)] if recheck else batch
             if len(rows) < limit:
                 break

@@ -311,7 +311,7 @@ class MessagesMixin(SqlBase):
         )
         found: dict[str, tuple[str, Message]] = {}
         for agui_id, *row in (await conn.execute(stmt)).all():
-            found[agui_id] = (row[6], self._message_row(row))
+            found[agui_id] = (row[7], self._message_row(row))
         return found
 
     # -- single messages -----------------------------------------------------------------

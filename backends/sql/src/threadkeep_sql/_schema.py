@@ -253,10 +253,11 @@ MESSAGE_COLUMNS = (
     messages.c.created_at,
     messages.c.updated_at,
     messages.c.deleted_at,
-    messages.c.fingerprint,
     messages.c.body,
+    messages.c.fingerprint,
 )
-"""The columns a message is rebuilt from, in the order ``message_from_row`` helpers expect."""
+"""The columns a message is rebuilt from, in the order ``Store.messages_from_rows`` expects,
+then the fingerprint (idempotency checks)."""
 
 CHAT_COLUMNS = (
     chats.c.seq,
@@ -264,5 +265,7 @@ CHAT_COLUMNS = (
     chats.c.updated_at,
     chats.c.last_message_at,
     chats.c.body,
+    chats.c.chat_id,
 )
-"""The columns a chat is rebuilt from (the body, and what appends change without it)."""
+"""The columns a chat is rebuilt from (the body, and what appends change without it), then
+``chat_id`` for callers that need only the ids of a page (a chat list's previews)."""
