@@ -58,14 +58,16 @@ PAGE = 50
 RAW_APPEND_ONE = """
 WITH c AS (
     UPDATE chats SET next_seq = next_seq + 1, revision = revision + 1,
-           last_message_at = $2, updated_at = $2
-     WHERE chat_id = $1 AND deleted_at IS NULL AND status = 'active'
-       AND NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND agui_id = $3)
- RETURNING next_seq - 1 AS seq
+           last_message_at = $1, updated_at = $1
+     WHERE chat_id = $2 AND deleted_at IS NULL AND status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = $2 AND agui_id = $3::text)
+ RETURNING next_seq - 1 AS first_seq
 ), m AS (
     INSERT INTO messages (chat_id, seq, message_id, agui_id, role, kind, run_id, request_id,
                           block_id, revision, created_at, updated_at, fingerprint, body)
-    SELECT $1, c.seq, $4, $3, $5, 'message', NULL, NULL, NULL, 0, $2, $2, $6, $7 FROM c
+    SELECT $2, c.first_seq, $4::uuid, $3::text, $5::text, $6::text, $7::text, $8::text,
+           $9::text, 0, $10::timestamptz, $1, $11::text, $12::text
+      FROM c
     ON CONFLICT (chat_id, agui_id) WHERE agui_id IS NOT NULL DO NOTHING
     RETURNING seq
 )
@@ -74,18 +76,20 @@ SELECT seq FROM m
 
 RAW_APPEND_BATCH = """
 WITH c AS (
-    UPDATE chats SET next_seq = next_seq + $3, revision = revision + 1,
+    UPDATE chats SET next_seq = next_seq + $1::bigint, revision = revision + 1,
            last_message_at = $2, updated_at = $2
-     WHERE chat_id = $1 AND deleted_at IS NULL AND status = 'active'
-       AND NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = $1 AND agui_id = ANY($5::text[]))
- RETURNING next_seq - $3 AS first_seq
+     WHERE chat_id = $3 AND deleted_at IS NULL AND status = 'active'
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE chat_id = $3 AND agui_id = ANY($4::text[]))
+ RETURNING next_seq - $1::bigint AS first_seq
 ), m AS (
     INSERT INTO messages (chat_id, seq, message_id, agui_id, role, kind, run_id, request_id,
                           block_id, revision, created_at, updated_at, fingerprint, body)
-    SELECT $1, c.first_seq + u.ord - 1, u.message_id, u.agui_id, u.role, 'message', NULL, NULL,
-           NULL, 0, $2, $2, u.fingerprint, u.body
-      FROM c, unnest($4::uuid[], $5::text[], $6::text[], $7::text[], $8::text[])
-              WITH ORDINALITY AS u(message_id, agui_id, role, fingerprint, body, ord)
+    SELECT $3, c.first_seq + u.ord - 1, u.message_id, u.agui_id, u.role, u.kind, u.run_id,
+           u.request_id, u.block_id, 0, u.created_at, $2, u.fingerprint, u.body
+      FROM c, unnest($5::uuid[], $4::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                     $10::text[], $11::timestamptz[], $12::text[], $13::text[])
+              WITH ORDINALITY AS u(message_id, agui_id, role, kind, run_id, request_id,
+                                   block_id, created_at, fingerprint, body, ord)
 )
 SELECT first_seq FROM c
 """
@@ -305,8 +309,20 @@ async def line_append_one(
 
     async def run_raw(i: int) -> None:
         _, body, fp = message_body(f"a{i}", f"message {i}")
+        now = datetime.now(UTC)
         await stmt.fetchval(
-            raw_chat.chat_id, datetime.now(UTC), f"a{i}", uuid.uuid4(), "user", fp, body
+            now,
+            raw_chat.chat_id,
+            f"a{i}",
+            uuid.uuid4(),
+            "user",
+            "message",
+            None,
+            None,
+            None,
+            now,
+            fp,
+            body,
         )
 
     async def run_sql(i: int) -> None:
@@ -343,13 +359,19 @@ async def line_append_batches(
 
     async def run_raw(i: int) -> None:
         encoded = [message_body(m.agui_id, m.content) for m in batch(i)]
+        now = datetime.now(UTC)
         await stmt.fetchval(
-            raw_chat.chat_id,
-            datetime.now(UTC),
             5,
-            [uuid.uuid4() for _ in encoded],
+            now,
+            raw_chat.chat_id,
             [f"b{i}-{j}" for j in range(5)],
+            [uuid.uuid4() for _ in encoded],
             ["user"] * 5,
+            ["message"] * 5,
+            [None] * 5,
+            [None] * 5,
+            [None] * 5,
+            [now] * 5,
             [fp for _, _, fp in encoded],
             [body for _, body, _ in encoded],
         )
@@ -553,6 +575,12 @@ async def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions per line")
     parser.add_argument("--no-sqlite", action="store_true", help="skip the SQLite column")
     parser.add_argument("--chunk", type=int, default=25, help="operations per turn of a client")
+    parser.add_argument(
+        "--only",
+        choices=["append", "batches", "pages", "list"],
+        action="append",
+        help="run only these lines (repeatable); default all",
+    )
     args = parser.parse_args()
     scale = 10 if args.quick else 1
     url = bench_url()
@@ -589,17 +617,23 @@ async def main() -> None:
         listing = Line("list newest 50 of 10,000 chats + previews", 1_000 // scale, chunk)
         reps = max(1, args.reps // (2 if args.quick else 1))
         write_reps = 1 if args.quick else max(1, reps // 2)
-        print(f"append one by one ... ({load()})", flush=True)
-        await line_append_one(one, raw, store, lite, write_reps)
-        print(f"append in batches ... ({load()})", flush=True)
-        await line_append_batches(five, raw, store, lite, write_reps)
-        print(f"pages ... ({load()})", flush=True)
-        await line_page(newest, raw, pages, None, reps)
-        await line_page(deep, raw, pages, DEEP_POSITION + 1, reps)
-        print(f"chat list ... ({load()})", flush=True)
-        await line_chat_list(listing, raw, lists, user, reps)
+        wanted = set(args.only or ["append", "batches", "pages", "list"])
+        if "append" in wanted:
+            print(f"append one by one ... ({load()})", flush=True)
+            await line_append_one(one, raw, store, lite, write_reps)
+        if "batches" in wanted:
+            print(f"append in batches ... ({load()})", flush=True)
+            await line_append_batches(five, raw, store, lite, write_reps)
+        if "pages" in wanted:
+            print(f"pages ... ({load()})", flush=True)
+            await line_page(newest, raw, pages, None, reps)
+            await line_page(deep, raw, pages, DEEP_POSITION + 1, reps)
+        if "list" in wanted:
+            print(f"chat list ... ({load()})", flush=True)
+            await line_chat_list(listing, raw, lists, user, reps)
         print()
-        print(report([one, five, newest, deep, listing], deep, newest))
+        lines = [line for line in (one, five, newest, deep, listing) if line.times]
+        print(report(lines, deep, newest))
         await raw.close()
         await store.close()
         if lite is not None:

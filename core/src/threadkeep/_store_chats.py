@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, Field
@@ -14,7 +14,7 @@ from ._models import Chat, ChatStatus, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
 from ._store_core import StoreCore
 
-__all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to"]
+__all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
 
 _MUTABLE_CHAT_FIELDS = frozenset(
     {"name", "agent_id", "channel", "tenant_id", "team_id", "share", "metadata"}
@@ -36,6 +36,27 @@ class ErasureReceipt(BaseModel):
         totals = self.stores.setdefault(store, {})
         for kind, count in counts.items():
             totals[kind] = totals.get(kind, 0) + count
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def page_of(model: type[M], items: list[M], next_cursor: str | None, has_more: bool) -> Page[M]:
+    """Return ``Page[model]`` of ``items`` (already instances: built without re-checking them).
+
+    Validating the page would only check each item's class (``revalidate_instances`` is
+    ``never``), so when they all are ``model`` instances the page is assembled directly;
+    anything else is validated as before.
+    """
+    page_type = _PAGE_TYPES.get(model)
+    if page_type is None:
+        page_type = _PAGE_TYPES[model] = Page[model]  # type: ignore[valid-type]
+    if all(isinstance(item, model) for item in items):
+        return page_type.model_construct(items=items, next_cursor=next_cursor, has_more=has_more)
+    return page_type(items=items, next_cursor=next_cursor, has_more=has_more)
+
+
+_PAGE_TYPES: dict[type[BaseModel], type[Page[Any]]] = {}
 
 
 def chat_visible_to(chat: Chat, viewer: Viewer) -> bool:
@@ -240,7 +261,7 @@ class ChatOps(StoreCore):
         if has_more:
             assert page[-1].seq is not None
             next_cursor = self._encode_cursor(scope, page[-1].seq)
-        return Page[Chat](items=page[::-1], next_cursor=next_cursor, has_more=has_more)
+        return page_of(Chat, page[::-1], next_cursor, has_more)
 
     async def purge(self, deleted_before: datetime) -> int:
         """Remove for good every chat soft-deleted before ``deleted_before``.

@@ -147,40 +147,39 @@ def _page_from_json(
 ) -> list[R] | None:
     """Rebuild a page of rows (columns in ``names`` order, then the body) at once.
 
-    As :func:`_from_json` for every row, with the bodies validated in one pydantic-core
-    call (one JSON array) when they are text and small enough. ``None`` sends the caller
-    the row-by-row way.
+    As :func:`_from_json` for every row, with the columns checked a column at a time and
+    the bodies validated in one pydantic-core call (one JSON array) when they are text and
+    small enough. ``None`` sends the caller the row-by-row way.
     """
     keys = frozenset(names)
     types = _column_types(model, keys)
-    if types is None:
+    if types is None or not rows:
         return None
-    width = len(names)
-    times = [name for name in names if datetime in types[name]]
-    columns: list[dict[str, Any]] = []
-    bodies: list[str] = []
-    size = 0
-    for row in rows:
-        values = dict(zip(names, row, strict=False))  # the row goes on (the body...)
-        for name in times:
-            value = values[name]
-            if type(value) is datetime and value.tzinfo is not UTC:
-                values[name] = as_utc(value)
-        body = row[width]
-        if type(body) is not str or not _all_kept(values, types):
+    columns = list(zip(*rows, strict=True))
+    bodies = columns[len(names)]
+    if set(map(type, bodies)) != {str}:
+        return None
+    checked = []
+    for name, column in zip(names, columns, strict=False):  # the body and the rest follow
+        kept = types[name]
+        values = column
+        if datetime in kept and any(
+            type(value) is datetime and value.tzinfo is not UTC for value in column
+        ):
+            values = tuple(as_utc(v) if type(v) is datetime else v for v in column)
+        seen = set(map(type, values))
+        if not (seen <= kept or (UUID in kept and all(issubclass(t, UUID) for t in seen - kept))):
             return None
-        size += len(body)
-        columns.append(values)
-        bodies.append(body)
+        checked.append(values)
     try:
-        if size <= _JOIN_LIMIT:
+        if sum(map(len, bodies)) <= _JOIN_LIMIT:
             records = _list_adapter(model).validate_json("[" + ",".join(bodies) + "]")
         else:  # no second copy of large bodies
             records = [model.model_validate_json(body) for body in bodies]
     except ValidationError:
         return None
-    for record, values in zip(records, columns, strict=True):
-        record.__dict__.update(values)
+    for record, values in zip(records, zip(*checked, strict=True), strict=True):
+        record.__dict__.update(zip(names, values, strict=True))
         record.__pydantic_fields_set__.update(keys)
     return records
 

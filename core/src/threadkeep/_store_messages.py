@@ -11,7 +11,7 @@ from ._errors import Conflict, IdempotencyConflict, InvalidArgument, MessageNotF
 from ._models import Message
 from ._paging import DEFAULT_PAGE_LIMIT, MessageFilter, Page, Viewer
 from ._plugins import notify_messages_committed
-from ._store_chats import ChatOps
+from ._store_chats import ChatOps, page_of
 
 __all__ = ["IMMUTABLE_MESSAGE_FIELDS", "MessageOps"]
 
@@ -239,7 +239,7 @@ class MessageOps(ChatOps):
         if has_more:
             assert page[-1].seq is not None
             next_cursor = self._encode_cursor(scope, page[-1].seq)
-        return Page[Message](items=page[::-1], next_cursor=next_cursor, has_more=has_more)
+        return page_of(Message, page[::-1], next_cursor, has_more)
 
     async def get_last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
         """Map each live chat of ``chat_ids`` that has a visible message to its newest one.

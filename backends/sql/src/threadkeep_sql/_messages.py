@@ -30,6 +30,9 @@ __all__ = ["MessagesMixin"]
 
 _NO_SEQ = 2**62  # "before" for a first page: above every seq, so one cached statement serves
 _NO_FILTER = MessageFilter()
+# LIMIT 1 written into the SQL: as a bind parameter, PostgreSQL's generic plan for a prepared
+# statement cannot cost it (the LATERAL previews measured 1.35x slower with ``LIMIT $1``).
+_ONE = sa.literal_column("1")
 _FAST_ATTEMPTS = 3
 
 _m, _c, _r = messages.c, chats.c, message_refs.c
@@ -98,7 +101,7 @@ _LAST_BOUNDARY = (
         _CHAT_HOT,
     )
     .order_by(_m.seq.desc())
-    .limit(1)
+    .limit(_ONE)
 )
 _FIND_NESTED = (
     sa.select(*MESSAGE_COLUMNS)
@@ -110,7 +113,7 @@ _FIND_NESTED = (
         _CHAT_LIVE,
     )
     .order_by(_r.seq.desc())
-    .limit(1)
+    .limit(_ONE)
 )
 _FIND_NESTED_BY_AGUI = (
     sa.select(*MESSAGE_COLUMNS)
@@ -123,7 +126,7 @@ _FIND_NESTED_BY_AGUI = (
         _CHAT_HOT,
     )
     .order_by(_r.seq.desc())
-    .limit(1)
+    .limit(_ONE)
 )
 _REPLACE = (
     sa.update(messages)
@@ -159,7 +162,7 @@ def _last_messages_statement(dialect: str) -> sa.Select[Any]:
             sa.select(*MESSAGE_COLUMNS)
             .where(_m.chat_id == _c.chat_id, _m.deleted_at.is_(None))
             .order_by(_m.seq.desc())
-            .limit(1)
+            .limit(_ONE)
             .lateral("newest")
         )
         ids = sa.bindparam("chat_ids", type_=ARRAY(sa.Uuid()))
