@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -57,6 +58,7 @@ def as_utc(value: datetime | None) -> datetime | None:
 _MESSAGE_COLUMNS = frozenset(STORE_ASSIGNED_MESSAGE_FIELDS)
 _MESSAGE_ROW = ("chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at")
 _JOIN_LIMIT = 1 << 20
+_TZINFO = operator.attrgetter("tzinfo")
 """A page whose bodies hold at most this many characters is validated as one JSON array."""
 
 
@@ -162,15 +164,13 @@ def _page_from_json(
     checked = []
     for name, column in zip(names, columns, strict=False):  # the body and the rest follow
         kept = types[name]
-        values = column
-        if datetime in kept and any(
-            type(value) is datetime and value.tzinfo is not UTC for value in column
-        ):
-            values = tuple(as_utc(v) if type(v) is datetime else v for v in column)
-        seen = set(map(type, values))
+        seen = set(map(type, column))
         if not (seen <= kept or (UUID in kept and all(issubclass(t, UUID) for t in seen - kept))):
             return None
-        checked.append(values)
+        if datetime in seen and set(map(_TZINFO, filter(None, column))) != {UTC}:
+            checked.append(tuple(None if value is None else as_utc(value) for value in column))
+        else:
+            checked.append(column)
     try:
         if sum(map(len, bodies)) <= _JOIN_LIMIT:
             records = _list_adapter(model).validate_json("[" + ",".join(bodies) + "]")

@@ -1,0 +1,86 @@
+"""Runners: statements compiled once and run on asyncpg directly keep SQLAlchemy's semantics.
+
+Bind and result processors of the column types (``KeyText``'s NUL escaping) are applied,
+asyncpg's errors map through ``map_native_errors``, and a statement cut off mid-flight
+(a cancellation) leaves no broken connection behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import sqlalchemy as sa
+
+from threadkeep import BackendUnavailable, InvalidArgument
+from threadkeep_sql import SqlStore
+from threadkeep_sql._runner import PgRunner, RawStatement
+from threadkeep_sql._schema import chats
+
+ODD = "a\x00b\\0c\\"
+
+
+async def test_key_columns_escape_on_the_way_in_and_out(store: SqlStore) -> None:
+    chat = await store.create_chat(ODD, "t")
+    await store.create_chat("a", "t")
+    stmt = sa.select(chats.c.user_id, chats.c.chat_id).where(
+        chats.c.user_id == sa.bindparam("user_id")
+    )
+    async with store.db.runner() as run:
+        if store.db.dialect == "postgresql":
+            assert isinstance(run, PgRunner)
+        rows = await run.all(stmt, {"user_id": ODD})
+        first = await run.first(stmt, {"user_id": ODD})
+        value = await run.scalar(stmt, {"user_id": ODD})
+        stored = await run.scalar(sa.text("SELECT user_id FROM chats WHERE user_id <> 'a'"))
+    assert [tuple(row) for row in rows] == [(ODD, chat.chat_id)]
+    assert first is not None
+    assert tuple(first) == (ODD, chat.chat_id)
+    assert value == ODD
+    assert stored == "a\\0b\\\\0c\\\\"  # what the column holds: the escaped form
+
+
+def test_compiled_statements_carry_their_literals() -> None:
+    from sqlalchemy.dialects.postgresql import asyncpg
+
+    stmt = sa.select(chats.c.seq).where(
+        chats.c.user_id == sa.bindparam("u"), chats.c.status == "active"
+    )
+    raw = RawStatement.compile(stmt, asyncpg.dialect())
+    assert raw.sql.count("$") == 2
+    assert raw.args({"u": "x\x00"}) == ["x\\0", "active"]
+    with pytest.raises(KeyError):
+        raw.args({})
+
+
+async def test_a_cancelled_statement_leaves_no_broken_connection(pg_schema) -> None:
+    url, schema = pg_schema
+    async with SqlStore(url, schema=schema, pool_size=1) as store:
+        chat = await store.create_chat("u", "t")
+        with pytest.raises(BackendUnavailable):
+            async with store.db.runner() as run:
+                await asyncio.wait_for(run.scalar(sa.select(sa.func.pg_sleep(5))), 0.1)
+        assert store.db._held == []  # discarded, not kept for the next operation
+        for _ in range(3):
+            assert (await store.get_chat(chat.chat_id)).chat_id == chat.chat_id
+        task = asyncio.create_task(store.list_messages(chat.chat_id))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert (await store.list_messages(chat.chat_id)).items == []
+
+
+async def test_asyncpg_errors_map_to_the_tree(pg_schema) -> None:
+    url, schema = pg_schema
+    async with SqlStore(url, schema=schema) as store:
+        with pytest.raises(InvalidArgument, match="cannot store a value"):
+            async with store.db.runner() as run:
+                await run.scalar(sa.text("SELECT CAST(:x AS integer)"), {"x": "abc"})
+        with pytest.raises(InvalidArgument, match="cannot store a value"):
+            async with store.db.read() as conn:  # the SQLAlchemy path agrees
+                await conn.execute(sa.text("SELECT CAST(:x AS integer)"), {"x": "abc"})
+        with pytest.raises(BackendUnavailable):
+            async with store.db.runner() as run:
+                await run.scalar(sa.text("SELECT * FROM no_such_table"))
+        assert await store.list_chats() is not None
