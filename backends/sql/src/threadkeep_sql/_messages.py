@@ -32,7 +32,7 @@ _NO_SEQ = 2**62  # "before" for a first page: above every seq, so one cached sta
 _NO_FILTER = MessageFilter()
 # LIMIT 1 written into the SQL: as a bind parameter, PostgreSQL's generic plan for a prepared
 # statement cannot cost it (the LATERAL previews measured 1.35x slower with ``LIMIT $1``).
-_ONE = sa.literal_column("1")
+_ONE: sa.ColumnElement[int] = sa.literal_column("1", sa.Integer())
 _FAST_ATTEMPTS = 3
 
 _m, _c, _r = messages.c, chats.c, message_refs.c
