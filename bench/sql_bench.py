@@ -7,12 +7,13 @@ Run from the repository root:
 
 Uses the database ``threadkeep_bench`` on the server of ``THREADKEEP_TEST_POSTGRES_URL`` (created
 by ``.ci/services/postgres.sh``), in a schema created for the run and dropped afterwards. Every
-line is timed for three clients in the same run, interleaved, repeated, and reported as the
-median per operation:
+line is timed for three clients in the same run, interleaved in rounds, repeated, and
+reported as the median per operation; ratios are medians of the ratios within a round:
 
 - ``raw``: asyncpg on one connection, executing the SQL the driver sends (the floor);
-- ``sql``: the driver's own statements through its SQLAlchemy engine and connection path
-  (``SqlStore.db``), rows fetched but not turned into models;
+- ``sql``: the driver's own statements through its connection path (``SqlStore.db.runner()``:
+  on PostgreSQL, compiled once and run on the pooled asyncpg connection), rows fetched but
+  not turned into models;
 - ``api``: the public ``Store`` call (validation, JSON encoding, fingerprints, pydantic
   models returned) on ``SqlStore``.
 
