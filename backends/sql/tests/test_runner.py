@@ -51,6 +51,10 @@ def test_compiled_statements_carry_their_literals() -> None:
     assert raw.args({"u": "x\x00"}) == ["x\\0", "active"]
     with pytest.raises(KeyError):
         raw.args({})
+    with pytest.raises(ValueError, match="expanding IN"):
+        RawStatement.compile(
+            sa.select(chats.c.seq).where(chats.c.seq.in_([1, 2])), asyncpg.dialect()
+        )
 
 
 async def test_a_cancelled_statement_leaves_no_broken_connection(pg_schema) -> None:

@@ -17,7 +17,7 @@ errors go through the driver's one ``map_native_errors`` like any other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,8 +53,15 @@ class RawStatement:
 
     @classmethod
     def compile(cls, stmt: sa.Executable, dialect: Dialect) -> RawStatement:
-        """Compile ``stmt`` for ``dialect`` (a PostgreSQL asyncpg dialect)."""
+        """Compile ``stmt`` for ``dialect`` (a PostgreSQL asyncpg dialect).
+
+        Raises:
+            ValueError: If the statement needs rendering per call (an expanding ``IN``
+                list): such statements go through SQLAlchemy (``Runner.conn``).
+        """
         compiled = stmt.compile(dialect=dialect)  # type: ignore[attr-defined]
+        if "__[POSTCOMPILE_" in compiled.string:
+            raise ValueError("a statement with an expanding IN cannot be compiled once")
         names = tuple(compiled.positiontup or ())
         binds = tuple(
             compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
@@ -103,52 +110,47 @@ class RawStatement:
 class Compiled:
     """The :class:`RawStatement` of each statement a store runs, compiled on first use.
 
-    Statements are keyed by identity (module-level constants), or by an explicit ``key``
-    for statements built per call from a finite set of shapes (chat filters).
+    Statements are keyed by identity: they are built once and kept (module constants, and
+    the chat pages ``_chats.chat_page`` keeps per filter shape). Past :data:`MAX_KEPT`
+    statements (a caller building them per call) the rest are compiled every time.
     """
+
+    MAX_KEPT = 1024
 
     def __init__(self, dialect: Dialect) -> None:
         self._dialect = dialect
         self._by_id: dict[int, tuple[sa.Executable, RawStatement]] = {}
-        self._by_key: dict[Hashable, RawStatement] = {}
 
-    def get(self, stmt: sa.Executable, key: Hashable | None = None) -> RawStatement:
+    def get(self, stmt: sa.Executable) -> RawStatement:
         """Return the compiled form of ``stmt`` (compiling it the first time)."""
-        if key is not None:
-            found = self._by_key.get(key)
-            if found is None:
-                found = self._by_key[key] = RawStatement.compile(stmt, self._dialect)
-            return found
         entry = self._by_id.get(id(stmt))
-        if entry is None or entry[0] is not stmt:
-            entry = self._by_id[id(stmt)] = (stmt, RawStatement.compile(stmt, self._dialect))
-        return entry[1]
+        if entry is not None and entry[0] is stmt:
+            return entry[1]
+        raw = RawStatement.compile(stmt, self._dialect)
+        if len(self._by_id) < self.MAX_KEPT:
+            self._by_id[id(stmt)] = (stmt, raw)
+        return raw
 
 
 class Runner:
     """Runs statements through a SQLAlchemy connection (SQLite, and anything not hot).
 
-    ``key`` names a statement's shape for :class:`PgRunner`'s cache and is ignored here.
+    ``conn`` is there for statements built per call, which go through SQLAlchemy (and its
+    compiled cache) on either engine.
     """
 
     def __init__(self, conn: AsyncConnection) -> None:
         self.conn = conn
 
-    async def all(
-        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
-    ) -> Sequence[Row]:
+    async def all(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Sequence[Row]:
         """Return every row."""
         return (await self.conn.execute(stmt, dict(params))).all()
 
-    async def first(
-        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
-    ) -> Row | None:
+    async def first(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Row | None:
         """Return the first row, or ``None``."""
         return (await self.conn.execute(stmt, dict(params))).first()
 
-    async def scalar(
-        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
-    ) -> Any:
+    async def scalar(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Any:
         """Return the first column of the first row, or ``None``."""
         return (await self.conn.execute(stmt, dict(params))).scalar()
 
@@ -161,25 +163,19 @@ class PgRunner(Runner):
         self._driver = driver
         self._compiled = compiled
 
-    async def all(
-        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
-    ) -> Sequence[Row]:
+    async def all(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Sequence[Row]:
         """Return every row."""
-        raw = self._compiled.get(stmt, key)
+        raw = self._compiled.get(stmt)
         records: Sequence[Row] = await self._driver.fetch(raw.sql, *raw.args(params))
         return raw.rows(records)
 
-    async def first(
-        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
-    ) -> Row | None:
+    async def first(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Row | None:
         """Return the first row, or ``None``."""
-        raw = self._compiled.get(stmt, key)
+        raw = self._compiled.get(stmt)
         record: Row | None = await self._driver.fetchrow(raw.sql, *raw.args(params))
         return None if record is None else raw.row(record)
 
-    async def scalar(
-        self, stmt: sa.Executable, params: Params = _NO_PARAMS, *, key: Hashable | None = None
-    ) -> Any:
+    async def scalar(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Any:
         """Return the first column of the first row, or ``None``."""
-        row = await self.first(stmt, params, key=key)
+        row = await self.first(stmt, params)
         return None if row is None else row[0]
