@@ -117,3 +117,18 @@ def test_boundary_and_kind_go_together():
 def test_chat_ids_must_not_be_empty():
     with pytest.raises(ValidationError):
         Chat(user_id="", thread_id="t")
+
+
+def test_as_utc_normalizes_naive_aware_and_iso_text():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from threadkeep import as_utc
+
+    instant = datetime(2026, 1, 1, tzinfo=UTC)
+    assert as_utc(None) is None
+    assert as_utc(datetime(2026, 1, 1)) == instant
+    assert as_utc(datetime(2026, 1, 1, 5, tzinfo=timezone(timedelta(hours=5)))) == instant
+    assert as_utc("2026-01-01T05:00:00+05:00") == instant
+    assert as_utc("2026-01-01T00:00:00").tzinfo is UTC  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="isoformat"):
+        as_utc("yesterday")
