@@ -125,4 +125,3 @@ def test_opening_a_scheme_imports_only_the_plugin_that_serves_it():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "", f"imported for memory://: {done.stdout.strip()}"
-

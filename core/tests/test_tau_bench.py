@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import uuid
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-import threadkeep.cli._app as cli_app
 from threadkeep import Message, open_store
+from threadkeep_contract_tests import require_service
+from threadkeep_sql.testing import create_schema, drop_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE = REPO_ROOT.parent / "shared/realdata/tau-bench/historical_trajectories/gpt-4o-airline.json"
@@ -37,44 +35,20 @@ def source() -> list[dict[str, Any]]:
     return records
 
 
-def _postgres_url() -> str:
-    url = os.environ.get(POSTGRES_ENV)
-    if url:
-        return url
-    if os.environ.get("THREADKEEP_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{POSTGRES_ENV} is not set and THREADKEEP_REQUIRE_SERVICES=1")
-    pytest.skip(f"{POSTGRES_ENV} is not set (start it: bash .ci/services/postgres.sh start)")
-
-
-async def _pg_execute(url: str, statement: str) -> None:
-    import asyncpg  # installed with threadkeep-sql
-    from sqlalchemy.engine import make_url
-
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def backend(
-    request: pytest.FixtureRequest, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, sqlite_url: str
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(url, driver options)`` of an empty store; PostgreSQL gets a fresh schema."""
     if request.param == "sqlite":
         yield sqlite_url, {}
         return
-    url = _postgres_url()
-    schema = f"tk_tau_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_pg_execute(url, f'CREATE SCHEMA "{schema}"'))
-    # The CLI takes a URL only; the schema is a driver option, handed to its open_store.
-    monkeypatch.setattr(cli_app, "open_store", partial(open_store, schema=schema))
+    server = require_service(POSTGRES_ENV, "PostgreSQL")
+    url = asyncio.run(create_schema(server, prefix="tk_tau"))
     try:
-        yield url, {"schema": schema}
+        yield url, {}
     finally:
-        asyncio.run(_pg_execute(url, f'DROP SCHEMA "{schema}" CASCADE'))
+        asyncio.run(drop_schema(url))
 
 
 async def _stored_chats(url: str, options: dict[str, Any], count: int) -> list[list[Message]]:

@@ -168,3 +168,15 @@ async def test_a_missing_postgres_schema_is_a_clear_error(pg_schema) -> None:
     store = SqlStore(url, schema="tk_no_such_schema")
     with pytest.raises(InvalidArgument, match="does not exist"):
         await store.open()
+
+
+def test_schema_in_the_url_and_the_option_must_agree() -> None:
+    from threadkeep import InvalidArgument
+    from threadkeep_sql import SqlStore
+
+    url = "postgresql+asyncpg://u:p@127.0.0.1:1/db?schema=a"
+    assert SqlStore(url)._schema == "a"
+    assert SqlStore(url, schema="a")._schema == "a"
+    assert "schema" not in SqlStore(url)._sa_url.query
+    with pytest.raises(InvalidArgument, match="given twice"):
+        SqlStore(url, schema="b")

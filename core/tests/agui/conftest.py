@@ -7,9 +7,8 @@ real recorded data is read from ``../shared/realdata`` and the tests skip withou
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -33,28 +32,6 @@ POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"
 Script = Callable[[RunAgentInput], AsyncIterator[BaseEvent]]
 
 
-def postgres_url() -> str:
-    """Return the test PostgreSQL URL, or skip (fail under THREADKEEP_REQUIRE_SERVICES=1)."""
-    url = os.environ.get(POSTGRES_ENV)
-    if url:
-        return url
-    if os.environ.get("THREADKEEP_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{POSTGRES_ENV} is not set and THREADKEEP_REQUIRE_SERVICES=1")
-    pytest.skip(f"{POSTGRES_ENV} is not set (start it: bash .ci/services/postgres.sh start)")
-
-
-async def _pg_execute(url: str, statement: str) -> None:
-    import asyncpg
-    from sqlalchemy.engine import make_url
-
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """An open, empty store of each backend."""
@@ -72,7 +49,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 class _backend_store:  # noqa: N801 - used like a function
     def __init__(self, backend: str, tmp_path: Path) -> None:
         self.backend, self.tmp_path = backend, tmp_path
-        self.schema: str | None = None
+        self.schema: AbstractAsyncContextManager[str] | None = None
         self.store: Store | None = None
 
     async def __aenter__(self) -> Store:
@@ -82,11 +59,12 @@ class _backend_store:  # noqa: N801 - used like a function
         elif self.backend == "sqlite":
             url = f"sqlite+aiosqlite:///{self.tmp_path / 'agui.db'}"
         else:
-            url = postgres_url()
-            self.schema = f"tk_agui_{uuid.uuid4().hex[:12]}"
-            self.url = url
-            await _pg_execute(url, f'CREATE SCHEMA "{self.schema}"')
-            options["schema"] = self.schema
+            from threadkeep_contract_tests import require_service
+            from threadkeep_sql.testing import temporary_schema
+
+            server = require_service(POSTGRES_ENV, "PostgreSQL")
+            self.schema = temporary_schema(server, prefix="tk_agui")
+            url = await self.schema.__aenter__()
         self.store = await open_store(url, **options).open()
         return self.store
 
@@ -94,7 +72,7 @@ class _backend_store:  # noqa: N801 - used like a function
         assert self.store is not None
         await self.store.close()
         if self.schema is not None:
-            await _pg_execute(self.url, f'DROP SCHEMA "{self.schema}" CASCADE')
+            await self.schema.__aexit__(None, None, None)
 
 
 class ScriptedAgent:

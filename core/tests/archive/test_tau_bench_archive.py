@@ -12,19 +12,18 @@ the test skips.
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import pytest
 
-import threadkeep.cli._app as cli_app
 from threadkeep import ChatFilter, ChatStatus, Store, open_store
 from threadkeep._archive._tiered import open_archive
+from threadkeep_contract_tests import require_service
+from threadkeep_sql.testing import create_schema, drop_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SOURCE = REPO_ROOT.parent / "shared/realdata/tau-bench/historical_trajectories/gpt-4o-airline.json"
@@ -32,30 +31,9 @@ USER = "importer"
 CHATS, MESSAGES = 200, 5308
 
 
-def _required(name: str) -> str:
-    value = os.environ.get(name)
-    if value:
-        return value
-    if os.environ.get("THREADKEEP_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{name} is not set and THREADKEEP_REQUIRE_SERVICES=1")
-    pytest.skip(f"{name} is not set (see .ci/services/)")
-
-
-async def _pg_execute(url: str, statement: str) -> None:
-    import asyncpg  # installed with threadkeep-sql
-    from sqlalchemy.engine import make_url
-
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
-
-
 @pytest.fixture(params=["sqlite+file", "postgresql+s3"])
 def stores(
-    request: pytest.FixtureRequest, sqlite_url: str, tmp_path: Path, monkeypatch: Any
+    request: pytest.FixtureRequest, sqlite_url: str, tmp_path: Path
 ) -> Iterator[tuple[str, dict[str, Any], str]]:
     """Yield ``(store url, driver options, archive url)``, all empty."""
     if not SOURCE.is_file():
@@ -63,15 +41,14 @@ def stores(
     if request.param == "sqlite+file":
         yield sqlite_url, {}, f"file://{tmp_path / 'archive'}"
         return
-    url = _required("THREADKEEP_TEST_POSTGRES_URL")
-    archive_url = f"{_required('THREADKEEP_TEST_S3_URL').rstrip('/')}/tau-{uuid.uuid4().hex}"
-    schema = f"tk_arch_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_pg_execute(url, f'CREATE SCHEMA "{schema}"'))
-    monkeypatch.setattr(cli_app, "open_store", partial(open_store, schema=schema))
+    server = require_service("THREADKEEP_TEST_POSTGRES_URL", "PostgreSQL")
+    s3_root = require_service("THREADKEEP_TEST_S3_URL", "S3")
+    archive_url = f"{s3_root.rstrip('/')}/tau-{uuid.uuid4().hex}"
+    url = asyncio.run(create_schema(server, prefix="tk_arch"))
     try:
-        yield url, {"schema": schema}, archive_url
+        yield url, {}, archive_url
     finally:
-        asyncio.run(_pg_execute(url, f'DROP SCHEMA "{schema}" CASCADE'))
+        asyncio.run(drop_schema(url))
         asyncio.run(_empty(archive_url))
 
 

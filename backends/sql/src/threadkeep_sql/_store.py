@@ -76,14 +76,16 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
 
     Args:
         url: The store URL.
-        schema: PostgreSQL only: the schema to keep the tables in (it must exist; ``open``
-            raises ``InvalidArgument`` otherwise); default the connection's ``search_path``.
+        schema: PostgreSQL only: the schema to keep the tables in, also given in the URL as
+            ``?schema=NAME``. It must exist (``open`` raises ``InvalidArgument`` otherwise);
+            default: the connection's ``search_path``.
         pool_size: Pooled connections (the pool may grow to twice this under load).
         **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``,
             ``max_message_bytes``, ``message_model``, ``chat_model``).
 
     Raises:
-        InvalidArgument: If the URL's scheme is not served here or an option is invalid.
+        InvalidArgument: If the URL's scheme is not served here, an option is invalid, or
+            ``schema`` and ``?schema=`` disagree.
     """
 
     schemes: ClassVar[tuple[str, ...]] = tuple(SCHEMES)
@@ -104,6 +106,13 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
     ) -> None:
         super().__init__(url, **options)
         self._sa_url: URL = normalize_url(url)
+        in_url = self._sa_url.query.get("schema")
+        if in_url is not None:
+            if schema is not None and schema != in_url:
+                msg = f"schema {schema!r} given twice, differently: ?schema={in_url!r} in the URL"
+                raise InvalidArgument(msg)
+            schema = str(in_url)
+            self._sa_url = self._sa_url.difference_update_query(["schema"])
         self._schema = schema
         self._pool_size = pool_size
         Database.create(self._sa_url, schema=schema, pool_size=pool_size)  # validate options
