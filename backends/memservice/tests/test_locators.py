@@ -299,3 +299,35 @@ async def test_erasing_a_user_removes_locators_that_outlived_their_chat() -> Non
         assert receipt.stores["hot"] == {"locators": 4}
         assert not await _has_locator(store, "message", message.message_id)
         assert not await _has_locator(store, "chat", chat.chat_id)
+
+
+async def test_a_nested_update_on_a_cold_replica_needs_no_message_locator(
+    service: MemoryService,
+) -> None:
+    # Regression: a tool call found through its own locator, in a message whose `message:`
+    # locator was lost, could never be updated: the compare-and-set looked the message up
+    # again by that locator, got "changed" 16 times and raised Conflict with no writer about.
+    lose_message_locators = FaultRule(
+        "create_session", when=lambda a: str(a.get("description")).endswith("/message/")
+    )
+    with_agui, without_agui = _messages(2)
+    without_agui.agui_id = None  # its head event is keyed by message_id instead
+    async with MemServiceStore(
+        "memservice://", service=service, faults=[lose_message_locators]
+    ) as store:
+        chat = await store.create_chat("u", "t")
+        stored = await store.append_messages(chat.chat_id, [with_agui, without_agui])
+    assert lose_message_locators.fired == 2
+    async with cold_replica(service) as replica:
+        for message in stored:
+            assert not await _has_locator(replica, "message", message.message_id)
+            call, reasoning = message.tool_calls[0], message.reasonings[0]
+            done = await replica.update_tool_call(call.tool_call_id, content="", status="complete")
+            assert (done.content, done.status) == ("", "complete")
+            thought = await replica.update_reasoning(reasoning.reasoning_id, content="revised")
+            assert thought.content == "revised"
+    async with cold_replica(service) as reader:
+        for message in stored:
+            assert (await reader.get_tool_call(message.tool_calls[0].tool_call_id)).content == ""
+            reasoning = await reader.get_reasoning(message.reasonings[0].reasoning_id)
+            assert reasoning.content == "revised"

@@ -1,9 +1,11 @@
 """Message primitives besides appends: reads by page, by id and by agui_id; edits; hiding.
 
-Lookups by uuid (``_get_message``, ``_replace_message``, ``_find_nested``) go through the
-locator index: the cache, else one point read of the locator, then the chat's session and
-the message's head event (two more point reads), checked to hold that very uuid. Every
-write to an event is conditional on the session version and the event's version token.
+Lookups by uuid (``_get_message``, ``_find_nested``) go through the locator index: the
+cache, else one point read of the locator, then the chat's session and the message's head
+event (two more point reads), checked to hold that very uuid. ``_replace_message`` is given
+the message itself, so it finds the head by the chat and the event key, not by a locator
+that may have been lost. Every write to an event is conditional on the session version and
+the event's version token.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ._codec import (
     columns,
     columns_of,
     encode_strings,
+    event_key,
     message_events,
 )
 from ._errors import mapped
@@ -109,6 +112,27 @@ class MessagePrimitives(AppendPrimitives):
             self.locators.forget("message", message_id)
         return found
 
+    async def _locate_own(self, message: Message) -> Visible | None:
+        """Read the visible stored version of ``message`` without its ``message:`` locator.
+
+        Its head event's key follows from the message (:func:`event_key`: ``agui_id`` or
+        ``message_id``, both immutable) and its chat's session from the registry, which never
+        loses it. A caller that reached the message another way (a tool call's or reasoning's
+        locator) must not fail here because the message's own locator write was lost:
+        ``None`` from ``_replace_message`` means "changed", so ``Store`` would retry a write
+        that could never land and report a ``Conflict``.
+        """
+        if message.chat_id is None:
+            return await self._locate_visible(message.message_id)
+        session_id = await self.registry.resolve(message.chat_id)
+        if session_id is None:
+            return None
+        location = Location(session_id, message.chat_id, event_key(message))
+        found = await self._visible_at(location, message.message_id)
+        if found is not None:
+            self.locators.remember("message", message.message_id, location)
+        return found
+
     @mapped
     async def _get_message(self, message_id: UUID) -> Message | None:
         found = await self._locate_visible(message_id)
@@ -161,7 +185,7 @@ class MessagePrimitives(AppendPrimitives):
     ) -> Message | None:
         message_id = prepared.message.message_id
         for attempt in range(ATTEMPTS):
-            found = await self._locate_visible(message_id)
+            found = await self._locate_own(prepared.message)
             if found is None:
                 return None
             session, head, current = found
