@@ -6,13 +6,20 @@ and uses what is here: the shared options (``UrlOption``, ``LimitOption``, ``Cur
 :func:`run` to drive a coroutine, and :func:`print_json`. It never handles errors itself:
 :class:`OneLineErrors` turns a ``ThreadkeepError``, a :class:`CliError` or a usage error into
 one line on stderr and a non-zero exit status.
+
+Exit statuses: 0 success; 1 the operation failed (the store or backend, a missing chat, a
+conflict, or an unexpected error, shown as one line unless ``THREADKEEP_DEBUG=1``); 2 bad
+arguments or configuration (usage errors, ``InvalidArgument`` such as a malformed URL,
+cursor, setting or input file, an unknown URL scheme); 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import traceback
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
@@ -22,16 +29,19 @@ from pydantic import ValidationError
 from rich.console import Console
 from typer.core import TyperGroup
 
-from .._errors import ThreadkeepError
+from .._errors import InvalidArgument, ThreadkeepError, UnknownDriver
 from .._registry import open_store
 from .._settings import load_settings
 from .._store import Store
 
 __all__ = [
+    "DEBUG_ENV",
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "EXIT_USAGE",
     "CliError",
     "CursorOption",
+    "Interrupted",
     "JsonOption",
     "LimitOption",
     "OneLineErrors",
@@ -48,12 +58,18 @@ __all__ = [
 ]
 
 EXIT_ERROR = 1
-"""Exit status when the command failed (a ``ThreadkeepError`` or a ``CliError``)."""
+"""Exit status when the operation failed (the store, the backend, or an unexpected error)."""
 
 EXIT_USAGE = 2
-"""Exit status for bad arguments (click's convention)."""
+"""Exit status for bad arguments or configuration (click's convention for usage errors)."""
 
-_EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT)."""
+
+DEBUG_ENV = "THREADKEEP_DEBUG"
+"""Set this environment variable to ``1`` to see the traceback of an unexpected error."""
+
+_USAGE_ERRORS = (InvalidArgument, UnknownDriver)
 _PROG = "threadkeep"
 
 T = TypeVar("T")
@@ -89,7 +105,24 @@ UserOption = Annotated[
 
 
 class CliError(Exception):
-    """A failure the command line reports as one line (exit status 1), without a traceback."""
+    """A failure the command line reports as one line, without a traceback.
+
+    Args:
+        message: The line to print (after ``threadkeep: error:``).
+        exit_code: The exit status; :data:`EXIT_ERROR` unless the user's input is at fault
+            (:data:`EXIT_USAGE`).
+    """
+
+    def __init__(self, message: str, *, exit_code: int = EXIT_ERROR) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Interrupted(CliError):
+    """Ctrl-C stopped a command; the message says what was already done (exit status 130)."""
+
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message, exit_code=EXIT_INTERRUPTED)
 
 
 def error_line(exc: BaseException) -> str:
@@ -99,11 +132,12 @@ def error_line(exc: BaseException) -> str:
 
 
 class OneLineErrors(TyperGroup):
-    """The root command group: every expected failure becomes ONE line on stderr.
+    """The root command group: every failure becomes ONE line on stderr.
 
-    ``ThreadkeepError`` and :class:`CliError` exit with status 1, usage errors (bad
-    options, a malformed argument) with 2, Ctrl-C with 130. Anything else is a bug and keeps
-    its traceback.
+    Usage errors and ``InvalidArgument`` / ``UnknownDriver`` exit with status 2, any other
+    ``ThreadkeepError`` and :class:`CliError` with 1, Ctrl-C with 130. Anything else is
+    unexpected: one line naming the exception type and status 1, or the full traceback when
+    ``THREADKEEP_DEBUG=1``.
     """
 
     def main(
@@ -128,22 +162,51 @@ class OneLineErrors(TyperGroup):
         except (ThreadkeepError, CliError, typer.TyperException, typer.Abort) as exc:
             if not standalone_mode:
                 raise
-            code = _exit_status(exc)
-            hint = _usage_hint(exc) if code == EXIT_USAGE else ""
-            typer.echo(f"{_PROG}: error: {error_line(exc)}{hint}", err=True)
-            sys.exit(code)
+            _fail(exc, _exit_status(exc), expected=True)
+        except (KeyboardInterrupt, Exception) as exc:  # the last resort: no raw tracebacks
+            if not standalone_mode:
+                raise
+            code = EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_ERROR
+            _fail(exc, code, expected=isinstance(exc, KeyboardInterrupt))
         if not standalone_mode:
             return result
-        # Outside standalone mode click returns the status of an explicit Exit (or None).
+        # Outside standalone mode click returns the status of an explicit Exit (or None);
+        # typer turns Ctrl-C into a silent Exit(130).
+        if result == EXIT_INTERRUPTED:
+            _fail(KeyboardInterrupt(), EXIT_INTERRUPTED, expected=True)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+def _debug() -> bool:
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _fail(exc: BaseException, code: int, *, expected: bool) -> None:
+    """Print ``exc`` as one line on stderr (or its traceback in debug mode) and exit."""
+    if _debug() and not isinstance(exc, typer.TyperException | typer.Abort):
+        traceback.print_exception(exc, file=sys.stderr)
+    if isinstance(exc, typer.Abort | KeyboardInterrupt):
+        line = "interrupted"
+    elif expected:
+        line = error_line(exc)
+    else:
+        line = f"unexpected {type(exc).__name__}: {error_line(exc)}"
+        if not _debug():
+            line += f" (this is a bug; run again with {DEBUG_ENV}=1 for the traceback)"
+    usage = isinstance(exc, typer.TyperException) and code == EXIT_USAGE
+    hint = _usage_hint(exc) if usage else ""
+    typer.echo(f"{_PROG}: error: {line}{hint}", err=True)
+    sys.exit(code)
 
 
 def _exit_status(exc: BaseException) -> int:
     if isinstance(exc, typer.Abort):
-        return _EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED
     if isinstance(exc, typer.TyperException):
         return EXIT_USAGE if exc.exit_code == EXIT_USAGE else exc.exit_code or EXIT_ERROR
-    return EXIT_ERROR
+    if isinstance(exc, CliError):
+        return exc.exit_code
+    return EXIT_USAGE if isinstance(exc, _USAGE_ERRORS) else EXIT_ERROR
 
 
 def _usage_hint(exc: BaseException) -> str:
@@ -215,8 +278,15 @@ async def opened_store(url: str | None) -> AsyncIterator[Store]:
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a command's coroutine on a fresh event loop and return its result."""
-    return asyncio.run(coroutine)
+    """Run a command's coroutine on a fresh event loop and return its result.
+
+    Raises:
+        Interrupted: On Ctrl-C (the coroutine was cancelled first).
+    """
+    try:
+        return asyncio.run(coroutine)
+    except KeyboardInterrupt as exc:
+        raise Interrupted() from exc
 
 
 def print_json(data: Any) -> None:
