@@ -179,3 +179,83 @@ class BoundaryTests(ContractBase):
             await store.context_messages(chat.chat_id)
         with pytest.raises(ChatNotFound):
             await store.start_over(chat.chat_id)
+
+    @pytest.mark.asyncio
+    async def test_compaction_cut_only_moves_forward(self, store: Store) -> None:
+        """``upto_seq`` below the current cut, below 1, or an empty summary is refused.
+
+        The cut is the ``upto_seq`` of the compaction in effect, or the seq of the last
+        "start over" line; nothing is written for a refused call.
+        """
+        chat = await store.create_chat("u-bound", "t-forward")
+        stored = await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"f{i}") for i in range(6)]
+        )
+        seqs = [m.seq for m in stored]
+        assert None not in seqs
+        first = await store.compact(chat.chat_id, "up to f3", seqs[3] or 0)
+        rows = len(await self.raw_messages(store, chat.chat_id))
+        for summary, upto in (
+            ("back to f1", seqs[1]),
+            ("zero", 0),
+            ("negative", -3),
+            ("", seqs[4]),
+            ("  \n", seqs[4]),
+        ):
+            with pytest.raises(InvalidArgument):
+                await store.compact(chat.chat_id, summary, upto or 0)
+        assert len(await self.raw_messages(store, chat.chat_id)) == rows
+        again = await store.compact(chat.chat_id, "up to f3", seqs[3] or 0)
+        assert again.message_id == first.message_id, "a retry at the cut is idempotent"
+        await store.append_message(chat.chat_id, Message(role="user", content="f6"))
+        line = await store.start_over(chat.chat_id)
+        assert line is not None
+        assert line.seq is not None
+        with pytest.raises(InvalidArgument):
+            await store.compact(chat.chat_id, "before the line", seqs[5] or 0)
+        tail = await store.append_message(chat.chat_id, Message(role="user", content="g0"))
+        assert [m.content for m in await store.context_messages(chat.chat_id)] == ["g0"]
+        at_line = await store.compact(chat.chat_id, "nothing new", line.seq)
+        assert [m.content for m in await store.context_messages(chat.chat_id)] == [
+            "nothing new",
+            "g0",
+        ]
+        assert at_line.boundary is not None
+        assert tail.seq is not None
+
+    @pytest.mark.asyncio
+    async def test_superseded_compaction_no_longer_cuts(self, store: Store) -> None:
+        """A later compaction supersedes an earlier marker, which then cuts nothing.
+
+        The messages between the two markers that the later summary does not cover stay
+        in context; a "start over" line still cuts everything before it.
+        """
+        chat = await store.create_chat("u-bound", "t-supersede")
+        early = await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"a{i}") for i in range(4)]
+        )
+        await store.compact(chat.chat_id, "sum a0..a1", early[1].seq or 0)
+        late = await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"b{i}") for i in range(3)]
+        )
+        assert [m.content for m in await store.context_messages(chat.chat_id)] == [
+            "sum a0..a1",
+            "a2",
+            "a3",
+            "b0",
+            "b1",
+            "b2",
+        ]
+        await store.compact(chat.chat_id, "sum a0..a3", early[3].seq or 0)
+        context = await store.context_messages(chat.chat_id)
+        assert [m.content for m in context] == ["sum a0..a3", "b0", "b1", "b2"], (
+            "the superseded compaction marker (after a3) cut b0..b2 away"
+        )
+        await store.append_message(chat.chat_id, Message(role="user", content="c0"))
+        await store.start_over(chat.chat_id)
+        await store.append_message(chat.chat_id, Message(role="user", content="d0"))
+        with pytest.raises(InvalidArgument):
+            await store.compact(chat.chat_id, "sum up to b1", late[1].seq or 0)
+        assert [m.content for m in await store.context_messages(chat.chat_id)] == ["d0"]
+        history = await walk_messages(store, chat.chat_id, limit=50)
+        assert [m.kind for m in history.items].count(MessageKind.BOUNDARY) == 3

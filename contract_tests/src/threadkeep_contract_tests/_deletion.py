@@ -239,3 +239,32 @@ class DeletionTests(ContractBase):
                 await store.list_messages(chat.chat_id, viewer=viewer)
         visible = await walk_chats(store, ChatFilter(visible_to=mate), limit=5)
         assert [c.chat_id for c in visible] == [shared.chat_id]
+
+    @pytest.mark.asyncio
+    async def test_tenant_none_is_a_tenant_of_its_own(self, store: Store) -> None:
+        """A viewer without a tenant sees no tenant's chats, and a tenant's viewer no others.
+
+        ``None`` is a tenant of its own: ``visible_to``, ``get_chat(viewer=)`` and
+        ``list_messages(viewer=)`` match ``chat.tenant_id == viewer.tenant_id`` exactly.
+        """
+        in_t1 = await store.create_chat(
+            "u-ten", "t-in-t1", tenant_id="t1", team_id="team", share=Share.TEAM
+        )
+        untenanted = await store.create_chat("u-ten", "t-none", team_id="team", share=Share.TEAM)
+        for viewer, sees, hidden in (
+            (Viewer(user_id="u-ten"), untenanted, in_t1),
+            (Viewer(user_id="u-mate", team_id="team"), untenanted, in_t1),
+            (Viewer(user_id="u-ten", tenant_id="t1"), in_t1, untenanted),
+            (Viewer(user_id="u-mate", team_id="team", tenant_id="t1"), in_t1, untenanted),
+        ):
+            listed = await walk_chats(store, ChatFilter(visible_to=viewer), limit=1)
+            assert [c.chat_id for c in listed] == [sees.chat_id], (
+                f"{viewer} listed {[c.tenant_id for c in listed]}"
+            )
+            assert (await store.get_chat(sees.chat_id, viewer=viewer)).chat_id == sees.chat_id
+            with pytest.raises(ChatNotFound):
+                await store.get_chat(hidden.chat_id, viewer=viewer)
+            with pytest.raises(ChatNotFound):
+                await store.list_messages(hidden.chat_id, viewer=viewer)
+        mapped = await walk_chats(store, {"visible_to": {"user_id": "u-ten"}}, limit=5)
+        assert [c.chat_id for c in mapped] == [untenanted.chat_id]

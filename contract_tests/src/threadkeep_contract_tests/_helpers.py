@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -167,7 +167,9 @@ async def walk_messages(
     return await _walk(fetch, limit, lambda m: m.seq, between_pages)
 
 
-async def walk_chats(store: Store, chat_filter: ChatFilter | None, *, limit: int) -> list[Chat]:
+async def walk_chats(
+    store: Store, chat_filter: ChatFilter | Mapping[str, Any] | None, *, limit: int
+) -> list[Chat]:
     """Walk ``list_chats`` page by page; return every chat, oldest created first."""
 
     async def fetch(cursor: str | None) -> Page[Any]:

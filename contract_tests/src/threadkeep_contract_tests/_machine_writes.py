@@ -325,7 +325,7 @@ class WriteRules(MachineBase):
     @_has_messages
     @rule(data=st.data())
     def compact(self, data: st.DataObject) -> None:
-        """``compact``: a summary boundary, idempotent per ``upto_seq``."""
+        """``compact``: a summary boundary, idempotent per ``upto_seq``; the cut moves forward."""
         self.begin("compact")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
@@ -338,7 +338,7 @@ class WriteRules(MachineBase):
             self.expect_error(ChatNotFound, call)
             return
         visible = chat.visible()
-        if not visible or upto > visible[-1].seq:
+        if not visible or upto > visible[-1].seq or upto < chat.cut():
             self.expect_error(InvalidArgument, call)
             return
         wanted = body_of(

@@ -93,30 +93,44 @@ class ModelChat:
         """The highest seq ever assigned in this chat (0 if none)."""
         return max((m.seq for m in self.messages), default=0)
 
+    def cut(self) -> int:
+        """The last seq out of context: the last visible boundary's ``upto_seq`` or seq."""
+        boundaries = [m for m in self.visible() if m.is_boundary]
+        if not boundaries:
+            return 0
+        last = boundaries[-1]
+        if _is_compaction(last):
+            return int(last.body["boundary"]["upto_seq"])
+        return last.seq
+
     def context(self, max_messages: int | None = None) -> list[ModelMessage]:
-        """What the model gets: after the last boundary, summary first, no orphan tool results."""
+        """What the model gets: after the cut, summary first, no orphan tool results.
+
+        A compaction marker superseded by a later one cuts nothing; a "start over" line
+        always cuts what came before it.
+        """
         visible = self.visible()
         boundaries = [m for m in visible if m.is_boundary]
-        head: list[ModelMessage] = []
-        after = 0
         last = boundaries[-1] if boundaries else None
-        if last is not None:
-            marker = last.body.get("boundary") or {}
-            if marker.get("reason") == "compaction" and marker.get("upto_seq") is not None:
-                head, after = [last], int(marker["upto_seq"])
-            else:
-                after = last.seq
+        head = [last] if last is not None and _is_compaction(last) else []
+        after = self.cut()
         body: list[ModelMessage] = []
         for message in visible:
             if message.seq <= after or message is last:
                 continue
             if message.is_boundary:
-                body = []
+                if not _is_compaction(message):
+                    body = []
                 continue
             body.append(message)
         if max_messages is not None:
             body = body[-max_messages:]
         return head + _without_orphans(body)
+
+
+def _is_compaction(message: ModelMessage) -> bool:
+    marker = message.body.get("boundary") or {}
+    return marker.get("reason") == "compaction" and marker.get("upto_seq") is not None
 
 
 def _without_orphans(window: list[ModelMessage]) -> list[ModelMessage]:

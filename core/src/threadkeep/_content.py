@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
+from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,8 +27,10 @@ __all__ = [
     "ENVELOPE_ALLOWANCE_BYTES",
     "STORE_ASSIGNED_MESSAGE_FIELDS",
     "PreparedMessage",
+    "check_finite",
     "dump_json",
     "load_json",
+    "message_envelope_bytes",
     "message_fingerprint",
     "message_payload_bytes",
     "prepare_message",
@@ -35,7 +41,12 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """16 MiB: the default ``max_message_bytes``, the same on every backend."""
 
 ENVELOPE_ALLOWANCE_BYTES = 1024 * 1024
-"""Room for metadata, parts and ids on top of ``max_message_bytes`` in the encoded body."""
+"""Limit on everything of a message but its payload, in UTF-8 bytes of JSON (1 MiB).
+
+See :func:`message_envelope_bytes`: metadata, parts, ids, names, extra fields. It is
+separate from ``max_message_bytes`` (the payload), so JSON escaping of the payload (U+0000
+is six characters in JSON) never counts against either.
+"""
 
 STORE_ASSIGNED_MESSAGE_FIELDS = frozenset(
     {"chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at"}
@@ -57,9 +68,14 @@ def dump_json(value: Any) -> str:
         Compact JSON (``ensure_ascii=False``); control characters including U+0000 are escaped.
 
     Raises:
-        InvalidContent: If a string holds a lone UTF-16 surrogate (it has no UTF-8 form).
+        InvalidContent: If a string holds a lone UTF-16 surrogate (it has no UTF-8 form), or
+            a float is NaN or infinite (it has no JSON form).
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:
+        msg = f"{exc}: NaN and infinity have no JSON form; store them as null or a string"
+        raise InvalidContent(msg) from exc
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -69,6 +85,61 @@ def dump_json(value: Any) -> str:
         )
         raise InvalidContent(msg) from exc
     return text
+
+
+_LEAF_TYPES = frozenset({str, int, bool, type(None), UUID, datetime})
+
+
+def _children(value: Any) -> Any:
+    """Return ``(key, item)`` pairs of a container (model, mapping, sequence, set), else ``()``."""
+    if isinstance(value, BaseModel):
+        extra = value.__pydantic_extra__
+        return [*value.__dict__.items(), *extra.items()] if extra else value.__dict__.items()
+    if isinstance(value, Mapping):
+        return value.items()
+    if isinstance(value, list | tuple | set | frozenset):
+        return enumerate(value)
+    return ()
+
+
+def _non_finite_path(value: Any) -> list[object] | None:
+    """Return the keys leading to the first NaN or infinite float in ``value``, or ``None``."""
+    if type(value) in _LEAF_TYPES:
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else []
+    for key, item in _children(value):
+        if isinstance(key, float) and not math.isfinite(key):
+            return [key]
+        found = _non_finite_path(item)
+        if found is not None:
+            return [key, *found]
+    return None
+
+
+def check_finite(value: Any, what: str) -> None:
+    """Refuse NaN and infinite floats anywhere inside a record (SPEC section 3, fidelity).
+
+    JSON has no NaN or infinity: stored, they would come back as ``null`` (and a retry
+    holding NaN would compare equal to one holding ``None``). Every record (messages,
+    chats, steps, runs) passes through this before it is written.
+
+    Args:
+        value: A model, mapping, list or scalar; models are searched through their fields
+            and extra fields.
+        what: The record's name, the start of the path in the message.
+
+    Raises:
+        InvalidContent: Naming the path of the first NaN or infinite value.
+    """
+    keys = _non_finite_path(value)
+    if keys is not None:
+        path = what + "".join(f".{k}" if isinstance(k, str) else f"[{k!r}]" for k in keys)
+        msg = (
+            f"{path} is NaN or infinite, which has no JSON form and cannot be stored "
+            "exactly; store null, a string or a finite number instead"
+        )
+        raise InvalidContent(msg)
 
 
 def load_json(text: str | bytes) -> Any:
@@ -92,8 +163,9 @@ def message_payload_bytes(message: Message) -> int:
     """Return the size that ``max_message_bytes`` limits, in UTF-8 bytes.
 
     It is the sum of the UTF-8 lengths of ``content``, every tool call's ``arguments`` and
-    ``content``, and every reasoning's ``content`` and ``encrypted_value``. Metadata, parts
-    and ids are bounded separately by :data:`ENVELOPE_ALLOWANCE_BYTES`.
+    ``content``, and every reasoning's ``content`` and ``encrypted_value``: the text itself,
+    not its JSON form (escapes do not count). Everything else is bounded separately by
+    :data:`ENVELOPE_ALLOWANCE_BYTES` (see :func:`message_envelope_bytes`).
     """
     texts = [message.content]
     for call in message.tool_calls:
@@ -101,6 +173,35 @@ def message_payload_bytes(message: Message) -> int:
     for reasoning in message.reasonings:
         texts += [reasoning.content, reasoning.encrypted_value or ""]
     return sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+
+
+def _without_payload(body: dict[str, Any]) -> dict[str, Any]:
+    """Return a message body (JSON data) with its payload strings emptied."""
+    stripped = {**body, "content": ""}
+    for field, texts in (
+        ("tool_calls", ("arguments", "content")),
+        ("reasonings", ("content", "encrypted_value")),
+    ):
+        items = body.get(field)
+        if isinstance(items, list):
+            stripped[field] = [
+                {**item, **{t: "" for t in texts if isinstance(item.get(t), str)}}
+                if isinstance(item, dict)
+                else item
+                for item in items
+            ]
+    return stripped
+
+
+def message_envelope_bytes(body: dict[str, Any]) -> int:
+    """Return the size of everything in a message but its payload, in UTF-8 bytes of JSON.
+
+    What :data:`ENVELOPE_ALLOWANCE_BYTES` limits: the body (JSON data, as
+    ``model_dump(mode="json")`` gives it) dumped with the payload strings of
+    :func:`message_payload_bytes` emptied, so metadata, parts, ids, names and extra fields
+    count, and neither the payload nor its JSON escaping does.
+    """
+    return len(dump_json(_without_payload(body)).encode("utf-8"))
 
 
 def _without_ids(value: Any) -> Any:
@@ -150,24 +251,34 @@ def prepare_message(message: Message, max_message_bytes: int) -> PreparedMessage
         The prepared message.
 
     Raises:
-        InvalidContent: If any string holds a lone surrogate.
-        PayloadTooLarge: If the payload exceeds ``max_message_bytes``, or the whole body
-            exceeds it by more than :data:`ENVELOPE_ALLOWANCE_BYTES`.
+        InvalidContent: If any string holds a lone surrogate, or a float is NaN or infinite.
+        PayloadTooLarge: If the payload exceeds ``max_message_bytes`` (UTF-8 bytes), or the
+            rest of the message exceeds :data:`ENVELOPE_ALLOWANCE_BYTES`
+            (:func:`message_envelope_bytes`).
     """
     size = message_payload_bytes(message)
     if size > max_message_bytes:
         msg = (
-            f"message payload is {size} bytes, over this store's max_message_bytes of "
+            f"message payload (content, tool-call arguments and results, reasoning) is "
+            f"{size} bytes of UTF-8, over this store's max_message_bytes of "
             f"{max_message_bytes}; split it or store the data elsewhere and link it"
         )
         raise PayloadTooLarge(msg)
+    check_finite(message, "message")
     # serialize_as_any: a ToolCall/Reasoning subclass instance keeps its own fields.
     data = message.model_dump(
         mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
     )
     body = dump_json(data)
-    limit = max_message_bytes + ENVELOPE_ALLOWANCE_BYTES
-    if len(body) > limit and len(body.encode("utf-8")) > limit:
-        msg = f"message body (metadata, parts and payload) is over {limit} bytes"
-        raise PayloadTooLarge(msg)
+    # The envelope is at most the body: only a body that could be over it is measured.
+    if len(body) * 4 > ENVELOPE_ALLOWANCE_BYTES:
+        envelope = message_envelope_bytes(data)
+        if envelope > ENVELOPE_ALLOWANCE_BYTES:
+            msg = (
+                f"message metadata, parts, ids and other fields take {envelope} bytes of "
+                f"JSON, over the {ENVELOPE_ALLOWANCE_BYTES} bytes a message may hold beside "
+                "its payload; move large data into content (or store it elsewhere and link "
+                "it)"
+            )
+            raise PayloadTooLarge(msg)
     return PreparedMessage(message=message, body=body, fingerprint=message_fingerprint(data))

@@ -8,9 +8,10 @@ Store-assigned fields (``seq``, ``chat_id`` of a message, timestamps, ``revision
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias, Union
 from uuid import UUID, uuid4
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, model_validator
@@ -27,6 +28,7 @@ __all__ = [
     "FilePart",
     "ImagePart",
     "Message",
+    "MessageInput",
     "MessageKind",
     "MessageStatus",
     "Part",
@@ -251,3 +253,15 @@ class Chat(_Record):
     def dedup_key(self) -> str:
         """The 64-hex dedup key of ``(user_id, thread_id)`` (see ``chat_deduplication_key``)."""
         return chat_deduplication_key(self.user_id, self.thread_id)
+
+
+MessageInput: TypeAlias = Union[Message, Mapping[str, Any]]  # noqa: UP007 - __doc__ settable
+MessageInput.__doc__ = """What ``Store.append_message`` and ``append_messages`` take as a message.
+
+Either a :class:`Message` (or a subclass instance, whose extra fields are kept), or a
+mapping of ``Message`` fields validated as the store's ``message_model`` (for example
+``{"role": "user", "content": "hi"}``). Store-assigned fields (``chat_id``, ``seq``,
+``revision``, ``updated_at``, ``deleted_at``) are ignored; ``created_at`` may be given
+(timezone-aware, informational). A mapping that does not validate raises
+``InvalidArgument``.
+"""

@@ -41,7 +41,22 @@ class Page(BaseModel, Generic[T]):
 
 
 class Viewer(BaseModel):
-    """Who is asking: a chat is visible to its owner, and to its team when shared."""
+    """Who is asking, for the access-checked reads (SPEC section 3, "Deletion and tenancy").
+
+    A chat is visible to a viewer when it is in the viewer's tenant and either the viewer
+    owns it or it is shared with the viewer's team. Given to ``get_chat``,
+    ``list_messages`` (``viewer=``) and ``ChatFilter.visible_to``; a mapping of these
+    fields is accepted there too.
+
+    Attributes:
+        user_id: The person asking (non-empty); they see the chats whose ``user_id`` is
+            theirs.
+        team_id: The person's team, or ``None`` for none; they also see chats with
+            ``share == "team"`` and this ``team_id``.
+        tenant_id: The person's tenant, or ``None``. Tenants never mix: the viewer sees
+            only chats whose ``tenant_id`` equals this one exactly, and ``None`` is a
+            tenant of its own (a viewer without a tenant sees only chats without one).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -53,11 +68,25 @@ class Viewer(BaseModel):
 class ChatFilter(BaseModel):
     """Which chats ``list_chats`` returns (the Yao seed's ``ChatFilter``, extended).
 
-    Every given field must match. ``keyword`` is a case-insensitive substring of ``name``.
-    ``visible_to`` keeps chats the viewer owns or that are shared with the viewer's team, in
-    the viewer's tenant. ``deleted`` selects live chats (default), both, or only deleted ones.
-    ``idle_before`` keeps chats whose last message (or creation, if none) is older;
-    ``deleted_before`` keeps chats deleted before that instant.
+    Every given field must match (``None`` means "any"); ``list_chats`` also accepts a
+    mapping of these fields.
+
+    Attributes:
+        user_id: The owner.
+        tenant_id: The tenant (filters never return another tenant's chats).
+        team_id: The chat's team.
+        agent_id: The agent the chat talks to.
+        channel: Where the chat happens.
+        status: ``active`` (hot) or ``archived``.
+        keyword: A case-insensitive substring of ``name``.
+        visible_to: Keep chats the :class:`Viewer` may see: in the viewer's tenant
+            (``None`` only with ``None``), owned by the viewer or shared with the viewer's
+            team.
+        deleted: ``"exclude"`` (default: live chats only), ``"include"`` (live and
+            soft-deleted) or ``"only"`` (soft-deleted only).
+        idle_before: Keep chats whose last message (or creation, if none) is older than
+            this instant (timezone-aware).
+        deleted_before: Keep chats soft-deleted before this instant (timezone-aware).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -78,7 +107,9 @@ class ChatFilter(BaseModel):
 class MessageFilter(BaseModel):
     """Which messages ``list_messages`` returns (the Yao seed's ``MessageFilter``).
 
-    Every given field must match; ``roles`` and ``kinds`` match any listed value.
+    Every given field must match (``None`` means "any"); ``roles`` and ``kinds`` match any
+    listed value. ``list_messages`` also accepts a mapping of these fields, for example
+    ``{"roles": ["user"]}``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, Field
 
-from ._content import dump_json, validate_model
+from ._content import validate_model
 from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
 from ._models import Chat, ChatStatus, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
+from ._store_args import as_aware, as_id, as_model, as_text
 from ._store_core import StoreCore
 
 __all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
@@ -25,14 +27,21 @@ _CAS_ATTEMPTS = 16
 class ErasureReceipt(BaseModel):
     """What ``erase_user`` removed: counts per store, then per kind of record.
 
-    Example: ``{"hot": {"chats": 2, "messages": 40, "steps": 3}, "archive": {"bundles": 1}}``.
+    ``stores`` always holds ``"hot"`` (the store's own records: ``chats``, ``messages``, and
+    ``steps``/``runs``/index records where the driver keeps them) and ``"archive"``
+    (``bundles`` deleted, and the ``messages`` and ``steps`` that existed only in them), with
+    zeros for a person who had nothing. Each record is counted once: a bundle of a chat
+    that was rehydrated holds copies of hot rows, so its rows count under ``"hot"`` only.
+
+    Example: ``{"hot": {"chats": 2, "messages": 40, "steps": 3}, "archive": {"bundles": 1,
+    "messages": 12, "steps": 0}}``.
     """
 
     user_id: str
     stores: dict[str, dict[str, int]] = Field(default_factory=dict)
 
     def add(self, store: str, counts: dict[str, int]) -> None:
-        """Add ``counts`` to the totals of ``store``."""
+        """Add ``counts`` (record kind -> count) to the totals of ``store``."""
         totals = self.stores.setdefault(store, {})
         for kind, count in counts.items():
             totals[kind] = totals.get(kind, 0) + count
@@ -60,8 +69,15 @@ _PAGE_TYPES: dict[type[BaseModel], type[Page[Any]]] = {}
 
 
 def chat_visible_to(chat: Chat, viewer: Viewer) -> bool:
-    """Return whether ``viewer`` may see ``chat`` (owner, or team when shared; same tenant)."""
-    if viewer.tenant_id is not None and chat.tenant_id != viewer.tenant_id:
+    """Return whether ``viewer`` may see ``chat`` (SPEC section 3, "Deletion and tenancy").
+
+    The chat must be in the viewer's tenant: ``chat.tenant_id == viewer.tenant_id``, where
+    ``None`` is a tenant of its own (a viewer without a tenant sees only chats without
+    one). Within it, the viewer sees chats it owns, and chats shared with its team
+    (``share == "team"`` and the same non-``None`` ``team_id``). Drivers that translate
+    ``ChatFilter.visible_to`` into a native query must select exactly this.
+    """
+    if chat.tenant_id != viewer.tenant_id:
         return False
     if chat.user_id == viewer.user_id:
         return True
@@ -101,15 +117,16 @@ class ChatOps(StoreCore):
             tenant_id: The tenant; filters never return another tenant's chats.
             team_id: The owner's team (used when ``share`` is ``team``).
             name: A display name.
-            share: ``private`` (owner only) or ``team``.
-            metadata: JSON-compatible application data.
+            share: ``private`` (owner only) or ``team`` (a :class:`Share` or its value).
+            metadata: JSON-compatible application data (a dict; no NaN or infinity).
 
         Returns:
             The stored chat, with ``chat_id``, ``seq`` and timestamps set.
 
         Raises:
             InvalidArgument: If an argument does not validate (for example an empty id).
-            InvalidContent: If a string holds a lone surrogate.
+            InvalidContent: If a string holds a lone surrogate, or metadata holds NaN or
+                infinity.
             BackendUnavailable: If the backend fails.
         """
         self._require_open()
@@ -125,65 +142,113 @@ class ChatOps(StoreCore):
                 "team_id": team_id,
                 "name": name,
                 "share": share,
-                "metadata": metadata or {},
+                "metadata": {} if metadata is None else metadata,
                 "created_at": now,
                 "updated_at": now,
             },
         )
-        dump_json(chat.model_dump(mode="json"))
+        self.record_body(chat)
         return await self._insert_chat(chat)
 
-    async def get_chat(self, chat_id: UUID, *, viewer: Viewer | None = None) -> Chat:
+    async def get_chat(
+        self, chat_id: UUID | str, *, viewer: Viewer | Mapping[str, Any] | None = None
+    ) -> Chat:
         """Return a live chat (active or archived).
 
         Args:
-            chat_id: The chat.
-            viewer: When given, the chat must be visible to this viewer.
+            chat_id: The chat (a ``UUID`` or its text form).
+            viewer: When given (a :class:`Viewer` or a mapping of its fields), the chat
+                must be visible to this viewer (:func:`chat_visible_to`).
+
+        Returns:
+            The chat as stored (an archived chat is not rehydrated).
 
         Raises:
             ChatNotFound: If the chat does not exist, is deleted, or is not visible to
                 ``viewer``.
+            InvalidArgument: If ``chat_id`` is not an id or ``viewer`` does not validate.
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
+        chat_id = as_id(chat_id, "chat_id")
+        seen_by = None if viewer is None else as_model(Viewer, viewer, "viewer")
         chat = await self._get_chat(chat_id)
         if chat is None or chat.deleted_at is not None:
             raise ChatNotFound(f"no live chat {chat_id}")
-        if viewer is not None and not chat_visible_to(chat, viewer):
-            raise ChatNotFound(f"no live chat {chat_id} visible to user {viewer.user_id!r}")
+        if seen_by is not None and not chat_visible_to(chat, seen_by):
+            raise ChatNotFound(f"no live chat {chat_id} visible to user {seen_by.user_id!r}")
         return chat
 
     async def find_chat(self, user_id: str, thread_id: str) -> Chat | None:
-        """Return the live chat of ``(user_id, thread_id)``, or ``None``."""
-        self._require_open()
-        return await self._find_live_chat(user_id, thread_id)
+        """Return the live chat of ``(user_id, thread_id)``, or ``None``.
 
-    async def update_chat(self, chat_id: UUID, **changes: Any) -> Chat:
+        Args:
+            user_id: The owner (non-empty).
+            thread_id: The caller's thread key (non-empty).
+
+        Returns:
+            The live chat (active or archived), or ``None`` if there is none (deleted chats
+            are not found).
+
+        Raises:
+            InvalidArgument: If ``user_id`` or ``thread_id`` is not a non-empty ``str``.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        return await self._find_live_chat(
+            as_text(user_id, "user_id"), as_text(thread_id, "thread_id")
+        )
+
+    async def update_chat(self, chat_id: UUID | str, **changes: Any) -> Chat:
         """Change a live chat's descriptive fields.
 
         Args:
-            chat_id: The chat.
+            chat_id: The chat (a ``UUID`` or its text form).
             **changes: Any of ``name``, ``agent_id``, ``channel``, ``tenant_id``,
                 ``team_id``, ``share``, ``metadata`` (replaced whole).
 
         Returns:
-            The updated chat.
+            The updated chat (``revision`` and ``updated_at`` advanced).
 
         Raises:
             ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If a field is not changeable or a value does not validate.
+            InvalidArgument: If ``chat_id`` is not an id, a field is not changeable or a
+                value does not validate.
+            InvalidContent: If a string holds a lone surrogate, or metadata NaN/infinity.
+            Conflict: If the chat kept changing under concurrent writers.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id = as_id(chat_id, "chat_id")
         unknown = set(changes) - _MUTABLE_CHAT_FIELDS
         if unknown:
             msg = f"cannot change {sorted(unknown)}; changeable: {sorted(_MUTABLE_CHAT_FIELDS)}"
             raise InvalidArgument(msg)
         return await self._rewrite_chat(chat_id, changes, live=True)
 
-    async def rename_chat(self, chat_id: UUID, name: str) -> Chat:
-        """Set a live chat's name; see :meth:`update_chat` for errors."""
+    async def rename_chat(self, chat_id: UUID | str, name: str | None) -> Chat:
+        """Set a live chat's display name (``update_chat(chat_id, name=name)``).
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            name: The new name, or ``None`` to clear it.
+
+        Returns:
+            The updated chat.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted.
+            InvalidArgument: If ``chat_id`` is not an id or ``name`` is not text.
+            InvalidContent: If the name holds a lone surrogate.
+            Conflict: If the chat kept changing under concurrent writers.
+            BackendUnavailable: If the backend fails.
+        """
         return await self.update_chat(chat_id, name=name)
 
-    async def delete_chat(self, chat_id: UUID) -> Chat:
+    async def delete_chat(self, chat_id: UUID | str) -> Chat:
         """Soft-delete a chat: every read path hides it and its messages from now on.
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
 
         Returns:
             The deleted chat (``deleted_at`` set). ``restore_chat`` brings it back; ``purge``
@@ -191,19 +256,34 @@ class ChatOps(StoreCore):
 
         Raises:
             ChatNotFound: If the chat does not exist or is already deleted.
+            InvalidArgument: If ``chat_id`` is not an id.
+            Conflict: If the chat kept changing under concurrent writers.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id = as_id(chat_id, "chat_id")
         return await self._rewrite_chat(chat_id, {"deleted_at": self._now()}, live=True)
 
-    async def restore_chat(self, chat_id: UUID) -> Chat:
+    async def restore_chat(self, chat_id: UUID | str) -> Chat:
         """Bring back a soft-deleted chat, and rehydrate it if it is archived.
 
         A live, active chat is returned unchanged.
 
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+
+        Returns:
+            The live, active chat.
+
         Raises:
             ChatNotFound: If the chat does not exist (or was purged).
             Conflict: If another live chat now holds its ``(user_id, thread_id)``.
+            InvalidArgument: If ``chat_id`` is not an id.
+            ArchiveError / ArchiveIntegrityError / UnknownDriver: If its bundle cannot be
+                read back (see ``docs/archive.md``).
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
+        chat_id = as_id(chat_id, "chat_id")
         chat = await self._get_chat(chat_id)
         if chat is None:
             raise ChatNotFound(f"no chat {chat_id}")
@@ -221,7 +301,7 @@ class ChatOps(StoreCore):
                 raise ChatNotFound(f"no live chat {chat_id}")
             data = {**chat.model_dump(), **changes, "updated_at": self._now()}
             updated = validate_model(self.chat_model, data)
-            dump_json(updated.model_dump(mode="json"))
+            self.record_body(updated)
             stored = await self._update_chat(updated, chat.revision)
             if stored is not None:
                 return stored
@@ -229,7 +309,7 @@ class ChatOps(StoreCore):
 
     async def list_chats(
         self,
-        chat_filter: ChatFilter | None = None,
+        chat_filter: ChatFilter | Mapping[str, Any] | None = None,
         *,
         limit: int = DEFAULT_PAGE_LIMIT,
         cursor: str | None = None,
@@ -237,20 +317,27 @@ class ChatOps(StoreCore):
         """Return one page of chats, newest created first (keyset on the store's chat seq).
 
         Args:
-            chat_filter: Which chats (default: every live chat). Never crosses ``tenant_id``
-                when one is given.
-            limit: Chats per page; default 50, capped at 200.
+            chat_filter: Which chats (a :class:`ChatFilter` or a mapping of its fields;
+                default: every live chat). Never crosses ``tenant_id`` when one is given.
+            limit: Chats per page (count); default 50, capped at 200.
             cursor: ``next_cursor`` of the previous page, issued for the same filter.
 
         Returns:
-            The page; its items run oldest to newest.
+            ``Page[Chat]``: ``items`` run oldest to newest within the page, ``next_cursor``
+            walks to older chats, ``has_more`` says whether there are any.
 
         Raises:
-            InvalidArgument: If ``limit`` is below 1.
+            InvalidArgument: If ``limit`` is not an integer of at least 1, or the filter
+                does not validate (for example a naive datetime).
             InvalidCursor: If the cursor is foreign, altered or for another filter.
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
-        chat_filter = chat_filter or ChatFilter()
+        chat_filter = (
+            ChatFilter()
+            if chat_filter is None
+            else as_model(ChatFilter, chat_filter, "chat_filter")
+        )
         size = self._page_limit(limit)
         scope = {"kind": "chats", "filter": chat_filter.model_dump(mode="json")}
         before = self._decode_cursor(cursor, scope)
@@ -268,17 +355,24 @@ class ChatOps(StoreCore):
 
         A purged chat's archived bundle (named by its ``archive_ref``) is deleted first.
 
+        Args:
+            deleted_before: The cutoff, a timezone-aware ``datetime``: chats whose
+                ``deleted_at`` is earlier go (the retention period is the caller's choice,
+                for example ``datetime.now(UTC) - timedelta(days=30)``).
+
         Returns:
             How many chats were removed (their messages, steps, runs and bundles go with
             them).
 
         Raises:
+            InvalidArgument: If ``deleted_before`` is not an aware ``datetime``.
             BackendUnavailable / ArchiveError: If a bundle cannot be deleted; that chat
                 and the ones after it stay, so run ``purge`` again.
         """
         self._require_open()
+        cutoff = as_aware(deleted_before, "deleted_before")
         removed = 0
-        chat_filter = ChatFilter(deleted="only", deleted_before=deleted_before)
+        chat_filter = ChatFilter(deleted="only", deleted_before=cutoff)
         while batch := await self._page_chats(chat_filter, None, 100):
             for chat in batch:
                 await self._erase_bundle(chat)
@@ -289,26 +383,56 @@ class ChatOps(StoreCore):
     async def erase_user(self, user_id: str) -> ErasureReceipt:
         """Remove every chat of a person (live, deleted and archived) and all it holds.
 
+        Each chat's bundle goes first, then its hot records (SPEC section 3, "Deletion and
+        tenancy"), so a failure leaves something a retry finds.
+
+        Args:
+            user_id: The person (non-empty), as chats' ``user_id``.
+
         Returns:
-            A receipt with counts under ``"hot"`` (and under each other store an archive
-            service adds).
+            An :class:`ErasureReceipt` whose ``stores`` always holds ``"hot"`` and
+            ``"archive"`` counts (zeros for an unknown person), each record counted once.
+
+        Raises:
+            InvalidArgument: If ``user_id`` is not a non-empty ``str``.
+            BackendUnavailable / ArchiveError / UnknownDriver: If a bundle or the backend
+                cannot be reached; what was erased stays erased, so run it again.
         """
         self._require_open()
+        user_id = as_text(user_id, "user_id")
         receipt = ErasureReceipt(user_id=user_id)
+        receipt.add("hot", self._zero_hot_counts())
+        receipt.add("archive", {"bundles": 0, "messages": 0, "steps": 0})
         chat_filter = ChatFilter(user_id=user_id, deleted="include")
         while batch := await self._page_chats(chat_filter, None, 100):
             for chat in batch:
                 await self._erase_chat(chat, receipt)
         return receipt
 
+    def _zero_hot_counts(self) -> dict[str, int]:
+        kinds = ["chats", "messages"]
+        if self.capabilities.steps:
+            kinds += ["steps", "runs"]
+        if self.capabilities.archive:
+            kinds.append("archived_ids")
+        return dict.fromkeys(kinds, 0)
+
     async def _erase_chat(self, chat: Chat, receipt: ErasureReceipt) -> None:
         """Remove one chat for ``erase_user``: its bundle first, then its hot records.
 
         The bundle goes first so that a failure leaves the hot chat (and its
-        ``archive_ref``) in place for a retry, never an unreachable object.
+        ``archive_ref``) in place for a retry, never an unreachable object. A rehydrated
+        chat keeps its ref (``_archive/_tiered.py``): its bundle holds copies of rows that
+        are hot again, so the bundle's rows count under ``"archive"`` only beyond what the
+        hot store removed (each record once).
         """
-        receipt.add("archive", await self._erase_bundle(chat))
-        receipt.add("hot", await self._purge_chat(chat.chat_id))
+        bundle = await self._erase_bundle(chat)
+        hot = await self._purge_chat(chat.chat_id)
+        only_archived = {
+            kind: max(0, bundle.get(kind, 0) - hot.get(kind, 0)) for kind in ("messages", "steps")
+        }
+        receipt.add("archive", {"bundles": bundle.get("bundles", 0), **only_archived})
+        receipt.add("hot", hot)
 
     async def _erase_bundle(self, chat: Chat) -> dict[str, int]:
         """Delete the bundle ``chat.archive_ref`` names; return its counts.

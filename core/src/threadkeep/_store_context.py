@@ -11,9 +11,10 @@ from uuid import UUID
 
 from ._errors import Conflict, InvalidArgument
 from ._models import Boundary, Message, MessageKind, Role
+from ._store_args import as_count, as_id, as_text
 from ._store_nested import NestedOps
 
-__all__ = ["ContextOps", "trim_orphan_tool_results"]
+__all__ = ["ContextOps", "boundary_cut", "trim_orphan_tool_results"]
 
 _BATCH = 200
 _MAX_REDRAWS = 64
@@ -37,22 +38,45 @@ def trim_orphan_tool_results(messages: list[Message]) -> list[Message]:
     return kept
 
 
+def boundary_cut(boundary: Message) -> int:
+    """Return the last seq a boundary takes out of the model's context (its "cut").
+
+    A compaction cuts up to its ``upto_seq`` (its summary stands in for those messages);
+    a "start over" line cuts everything up to itself (its own ``seq``).
+    """
+    marker = boundary.boundary
+    if marker is not None and marker.reason == "compaction" and marker.upto_seq is not None:
+        return marker.upto_seq
+    return boundary.seq or 0
+
+
+def _is_compaction(message: Message) -> bool:
+    return message.boundary is not None and message.boundary.reason == "compaction"
+
+
 class ContextOps(NestedOps):
     """``start_over``, ``compact`` and ``context_messages``."""
 
-    async def start_over(self, chat_id: UUID) -> Message | None:
+    async def start_over(self, chat_id: UUID | str) -> Message | None:
         """Draw a "start over" boundary at the end of the chat.
 
         Idempotent: with nothing after the last boundary (or an empty chat) nothing is
         added, and concurrent calls draw one line (the boundary's ``agui_id`` is derived
         from the seq it follows).
 
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+
         Returns:
             The boundary in effect (new or existing), or ``None`` for an empty chat.
 
         Raises:
             ChatNotFound: If the chat does not exist or is deleted.
+            InvalidArgument: If ``chat_id`` is not an id.
+            Conflict: If the chat changed state (archived meanwhile) during the append.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id = as_id(chat_id, "chat_id")
         page = await self.list_messages(chat_id, limit=1)
         if not page.items:
             return None
@@ -63,27 +87,52 @@ class ContextOps(NestedOps):
             chat_id, f"threadkeep:start_over:{last.seq}", Boundary(reason="start_over"), ""
         )
 
-    async def compact(self, chat_id: UUID, summary: str, upto_seq: int) -> Message:
+    async def compact(self, chat_id: UUID | str, summary: str, upto_seq: int) -> Message:
         """Append a compaction boundary whose ``content`` summarizes messages up to a seq.
 
         After it, ``context_messages`` gives the summary first, then the messages with
-        ``seq > upto_seq``. Idempotent per ``upto_seq``: the same call again returns the
+        ``seq > upto_seq``. The cut only moves forward: ``upto_seq`` may not be below the
+        current cut (the ``upto_seq`` of the compaction in effect, or the seq of the last
+        "start over" line). Idempotent per ``upto_seq``: the same call again returns the
         stored boundary; another summary for the same ``upto_seq`` raises
         ``IdempotencyConflict``.
 
         Args:
-            chat_id: The chat.
-            summary: The text that replaces the compacted messages for the model.
-            upto_seq: The last seq the summary covers; at most the chat's newest seq.
+            chat_id: The chat (a ``UUID`` or its text form).
+            summary: The text that replaces the compacted messages for the model (not
+                empty or only whitespace).
+            upto_seq: The last seq the summary covers: at least 1, at least the current
+                cut, at most the chat's newest seq.
+
+        Returns:
+            The compaction boundary (new, or the equal one already stored).
 
         Raises:
             ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If ``upto_seq`` is beyond the newest message.
+            InvalidArgument: If ``chat_id`` is not an id, ``summary`` is empty, or
+                ``upto_seq`` is not an integer in the range above; nothing is written.
+            IdempotencyConflict: If a compaction up to ``upto_seq`` holds another summary.
+            InvalidContent / PayloadTooLarge: If the summary cannot be stored.
+            Conflict: If the chat changed state (archived meanwhile) during the append.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id = as_id(chat_id, "chat_id")
+        summary = as_text(summary, "summary")
+        if not summary.strip():
+            raise InvalidArgument("summary must not be only whitespace")
+        upto_seq = as_count(upto_seq, "upto_seq", minimum=1)
         page = await self.list_messages(chat_id, limit=1)
         newest = page.items[-1].seq if page.items else None
-        if newest is None or upto_seq > newest or upto_seq < 0:
+        if newest is None or upto_seq > newest:
             msg = f"upto_seq {upto_seq} is not a seq of chat {chat_id} (newest: {newest})"
+            raise InvalidArgument(msg)
+        last = await self._last_boundary(chat_id)
+        cut = 0 if last is None else boundary_cut(last)
+        if upto_seq < cut:
+            msg = (
+                f"upto_seq {upto_seq} is below the current cut of chat {chat_id} (seq {cut}); "
+                "a compaction only moves the cut forward: summarize up to a seq >= the cut"
+            )
             raise InvalidArgument(msg)
         return await self._draw_line(
             chat_id,
@@ -120,49 +169,55 @@ class ContextOps(NestedOps):
         raise Conflict(f"chat {chat_id}: {_MAX_REDRAWS} hidden boundaries under {agui_id!r}")
 
     async def context_messages(
-        self, chat_id: UUID, *, max_messages: int | None = None
+        self, chat_id: UUID | str, *, max_messages: int | None = None
     ) -> list[Message]:
-        """Return what the model gets: the messages after the last boundary, oldest first.
+        """Return what the model gets: the messages after the current cut, oldest first.
 
-        After a compaction the boundary (its ``content`` is the summary) comes first,
-        followed by the messages after its ``upto_seq``; a later "start over" line cuts
-        again. Boundaries are otherwise left out, and tool results whose call was cut off
-        are dropped (:func:`trim_orphan_tool_results`).
+        The last boundary sets the cut. After a compaction the boundary (its ``content``
+        is the summary) comes first, followed by the messages after its ``upto_seq``;
+        earlier compaction markers it supersedes are left out and cut nothing, while a
+        "start over" line always cuts everything before it. Boundaries are otherwise left
+        out, and tool results whose call was cut off are dropped
+        (:func:`trim_orphan_tool_results`).
 
         Args:
-            chat_id: The chat.
-            max_messages: Keep only the newest this many messages (the summary, if any,
-                stays first).
+            chat_id: The chat (a ``UUID`` or its text form).
+            max_messages: Keep only the newest this many messages (a count; the summary,
+                if any, stays first).
+
+        Returns:
+            The window, oldest first.
 
         Raises:
             ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If ``max_messages`` is below 1.
+            InvalidArgument: If ``chat_id`` is not an id or ``max_messages`` is not an
+                integer of at least 1.
+            BackendUnavailable: If the backend fails.
         """
-        if max_messages is not None and max_messages < 1:
-            raise InvalidArgument("max_messages must be at least 1")
+        chat_id = as_id(chat_id, "chat_id")
+        if max_messages is not None:
+            max_messages = as_count(max_messages, "max_messages", minimum=1)
         await self._require_hot_chat(chat_id)
         last = await self._last_boundary(chat_id)
         head: list[Message] = []
         after = 0
-        if last is not None and last.boundary is not None:
-            if last.boundary.reason == "compaction" and last.boundary.upto_seq is not None:
-                head, after = [last], last.boundary.upto_seq
-            else:
-                after = last.seq or 0
-        body = await self._collect_after(chat_id, after, exclude=last)
+        if last is not None:
+            after = boundary_cut(last)
+            if _is_compaction(last):
+                head = [last]
+        body = await self._collect_after(chat_id, after)
         if max_messages is not None:
             body = body[-max_messages:]
         return head + trim_orphan_tool_results(body)
 
-    async def _collect_after(
-        self, chat_id: UUID, after: int, exclude: Message | None
-    ) -> list[Message]:
+    async def _collect_after(self, chat_id: UUID, after: int) -> list[Message]:
+        """Return the visible plain messages after ``after`` that no "start over" cuts."""
         collected: list[Message] = []
         while batch := await self._messages_after(chat_id, after, _BATCH):
             for message in batch:
                 if message.kind is MessageKind.BOUNDARY:
-                    if exclude is None or message.message_id != exclude.message_id:
-                        collected = []  # a later line cuts what came before it
+                    if not _is_compaction(message):
+                        collected = []  # a later "start over" line cuts what came before it
                     continue
                 collected.append(message)
             after = batch[-1].seq or after

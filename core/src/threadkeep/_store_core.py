@@ -18,6 +18,7 @@ from ._content import (
     DEFAULT_MAX_MESSAGE_BYTES,
     STORE_ASSIGNED_MESSAGE_FIELDS,
     PreparedMessage,
+    check_finite,
     dump_json,
     load_json,
     message_fingerprint,
@@ -413,9 +414,14 @@ class StoreCore(DriverPrimitives):
     def record_body(record: BaseModel) -> str:
         """Return the JSON text of a chat, step or run, every field included (for drivers).
 
+        ``Store`` calls it on every chat, step and run before writing, so a record it
+        refuses is never written.
+
         Raises:
-            InvalidContent: If a string holds a lone surrogate.
+            InvalidContent: If a string holds a lone surrogate, or a float is NaN or
+                infinite (no JSON form; it would read back as ``null``).
         """
+        check_finite(record, type(record).__name__.lower())
         return dump_json(record.model_dump(mode="json"))
 
     @staticmethod

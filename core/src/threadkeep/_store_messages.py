@@ -8,12 +8,13 @@ from uuid import UUID
 
 from ._content import PreparedMessage, validate_model
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument, MessageNotFound
-from ._models import Message
+from ._models import Message, MessageInput
 from ._paging import DEFAULT_PAGE_LIMIT, MessageFilter, Page, Viewer
 from ._plugins import notify_messages_committed
+from ._store_args import as_id, as_ids, as_items, as_model, as_str
 from ._store_chats import ChatOps, page_of
 
-__all__ = ["IMMUTABLE_MESSAGE_FIELDS", "MessageOps"]
+__all__ = ["IMMUTABLE_MESSAGE_FIELDS", "MessageInput", "MessageOps"]
 
 IMMUTABLE_MESSAGE_FIELDS = frozenset(
     {
@@ -32,9 +33,6 @@ IMMUTABLE_MESSAGE_FIELDS = frozenset(
 """Fields ``update_message`` refuses to change."""
 
 _CAS_ATTEMPTS = 16
-
-MessageInput = Message | Mapping[str, Any]
-"""A message to append: a ``Message`` (or subclass) instance, or a mapping of its fields."""
 
 
 class MessageOps(ChatOps):
@@ -55,13 +53,38 @@ class MessageOps(ChatOps):
         model = type(message) if isinstance(message, Message) else self.message_model
         return validate_model(model, data)
 
-    async def append_message(self, chat_id: UUID, message: MessageInput) -> Message:
-        """Append one message; see :meth:`append_messages` for the rules and errors."""
+    def _prepare_batch(
+        self, chat_id: UUID, messages: Sequence[MessageInput]
+    ) -> list[PreparedMessage]:
+        items = as_items(messages, "messages")
+        return [self.prepare(self._coerce_message(m, chat_id)) for m in items]
+
+    async def append_message(self, chat_id: UUID | str, message: MessageInput) -> Message:
+        """Append one message; :meth:`append_messages` with a batch of one.
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            message: A ``Message`` (or subclass) or a mapping of its fields
+                (:data:`threadkeep.typing.MessageInput`).
+
+        Returns:
+            The stored message (``seq``, ``revision``, timestamps set), or the message
+            already stored under its ``agui_id`` when the payload is equal.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted.
+            IdempotencyConflict: If its ``agui_id`` is stored with a different payload.
+            InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
+            PayloadTooLarge: If it is over ``max_message_bytes`` (payload, UTF-8 bytes) or
+                its other fields over 1 MiB of JSON; nothing is written.
+            InvalidArgument: If ``chat_id`` is not an id or the message does not validate.
+            BackendUnavailable: If the backend fails; nothing is written.
+        """
         (stored,) = await self.append_messages(chat_id, [message])
         return stored
 
     async def append_messages(
-        self, chat_id: UUID, messages: Sequence[MessageInput]
+        self, chat_id: UUID | str, messages: Sequence[MessageInput]
     ) -> list[Message]:
         """Append messages in order, all or nothing (SPEC section 3).
 
@@ -72,9 +95,12 @@ class MessageOps(ChatOps):
         restored first.
 
         Args:
-            chat_id: The chat.
-            messages: ``Message`` instances (subclasses keep their fields) or mappings.
-                ``created_at`` may be given (tz-aware, informational); ``seq`` is ignored.
+            chat_id: The chat (a ``UUID`` or its text form).
+            messages: A list or tuple of ``Message`` instances (subclasses keep their
+                fields) or mappings. ``created_at`` may be given (tz-aware,
+                informational); ``seq`` is ignored. The payload of each (content, tool-call
+                arguments and results, reasoning) is at most ``max_message_bytes`` UTF-8
+                bytes (default 16 MiB); everything else at most 1 MiB of JSON.
 
         Returns:
             The stored messages, aligned with ``messages``.
@@ -83,13 +109,17 @@ class MessageOps(ChatOps):
             ChatNotFound: If the chat does not exist or is deleted.
             IdempotencyConflict: If an ``agui_id`` is stored with a different payload (or
                 repeats in the batch with different payloads); nothing is written.
-            InvalidContent: If a string holds a lone surrogate; nothing is written.
-            PayloadTooLarge: If a message is over ``max_message_bytes``; nothing is written.
-            InvalidArgument: If a message does not validate; nothing is written.
+            InvalidContent: If a string holds a lone surrogate, or a float is NaN or
+                infinite; nothing is written.
+            PayloadTooLarge: If a message is over the limits above; nothing is written.
+            InvalidArgument: If ``chat_id`` is not an id, ``messages`` is not a list, or a
+                message does not validate; nothing is written.
+            Conflict: If the chat changed state (archived meanwhile) during the append.
             BackendUnavailable: If the backend fails; nothing is written.
         """
         self._require_open()
-        prepared = [self.prepare(self._coerce_message(m, chat_id)) for m in messages]
+        chat_id = as_id(chat_id, "chat_id")
+        prepared = self._prepare_batch(chat_id, messages)
         if not prepared:
             return []
         unique, positions = _dedupe_batch(prepared)
@@ -125,13 +155,23 @@ class MessageOps(ChatOps):
             return False
         return self.fingerprint(as_stored) == stored_fingerprint
 
-    async def get_message(self, message_id: UUID) -> Message:
+    async def get_message(self, message_id: UUID | str) -> Message:
         """Return a visible message by id (an archived chat holding it is rehydrated).
+
+        Args:
+            message_id: The message (a ``UUID`` or its text form).
+
+        Returns:
+            The message, as the store's ``message_model``.
 
         Raises:
             MessageNotFound: If it does not exist, is hidden, or its chat is deleted.
+            InvalidArgument: If ``message_id`` is not an id.
+            ArchiveError / ArchiveIntegrityError: If its archived chat cannot be read back.
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
+        message_id = as_id(message_id, "message_id")
         message = await self._get_message(message_id)
         if message is None and await self._rehydrate_holder(message_id):
             message = await self._get_message(message_id)
@@ -139,22 +179,37 @@ class MessageOps(ChatOps):
             raise MessageNotFound(f"no visible message {message_id}")
         return message
 
-    async def get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
-        """Return the chat's visible message with this client id, or ``None``."""
+    async def get_message_by_agui_id(self, chat_id: UUID | str, agui_id: str) -> Message | None:
+        """Return the chat's visible message with this client id, or ``None``.
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            agui_id: The client's message id, for example the AG-UI id.
+
+        Returns:
+            The message, or ``None`` if the chat holds no visible message with that id
+            (also when the chat does not exist or is deleted).
+
+        Raises:
+            InvalidArgument: If ``chat_id`` is not an id or ``agui_id`` is not a ``str``.
+            BackendUnavailable: If the backend fails.
+        """
         self._require_open()
+        chat_id = as_id(chat_id, "chat_id")
+        agui_id = as_str(agui_id, "agui_id")
         message = await self._get_message_by_agui_id(chat_id, agui_id)
         if message is None and await self._rehydrate_if_archived(chat_id):
             message = await self._get_message_by_agui_id(chat_id, agui_id)
         return message
 
-    async def update_message(self, message_id: UUID, **changes: Any) -> Message:
+    async def update_message(self, message_id: UUID | str, **changes: Any) -> Message:
         """Change fields of a visible message (content, status, in_progress, metadata, ...).
 
         Concurrent updates are serialized by a compare-and-set on the message's revision,
         retried a bounded number of times.
 
         Args:
-            message_id: The message.
+            message_id: The message (a ``UUID`` or its text form).
             **changes: New field values; not any of :data:`IMMUTABLE_MESSAGE_FIELDS`.
 
         Returns:
@@ -162,10 +217,13 @@ class MessageOps(ChatOps):
 
         Raises:
             MessageNotFound: If the message is not visible.
-            InvalidArgument: If a field is immutable or a value does not validate.
+            InvalidArgument: If ``message_id`` is not an id, a field is immutable or a
+                value does not validate.
             InvalidContent / PayloadTooLarge: As for appends; nothing is written.
             Conflict: If the message kept changing under concurrent writers.
+            BackendUnavailable: If the backend fails.
         """
+        message_id = as_id(message_id, "message_id")
         frozen = set(changes) & IMMUTABLE_MESSAGE_FIELDS
         if frozen:
             raise InvalidArgument(f"cannot change {sorted(frozen)} of a message")
@@ -183,26 +241,35 @@ class MessageOps(ChatOps):
                 return stored
         raise Conflict(f"message {message_id} kept changing under concurrent writers")
 
-    async def delete_messages(self, chat_id: UUID, message_ids: Sequence[UUID]) -> int:
+    async def delete_messages(self, chat_id: UUID | str, message_ids: Sequence[UUID | str]) -> int:
         """Hide single messages (edits, redactions): every read path skips them from now on.
 
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            message_ids: A list of message ids (``UUID`` or text each); ids of other chats,
+                unknown or already hidden ones are skipped.
+
         Returns:
-            How many of them were visible before.
+            How many of them were visible before (a count).
 
         Raises:
             ChatNotFound: If the chat does not exist or is deleted.
+            InvalidArgument: If an id is malformed or ``message_ids`` is not a list.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id = as_id(chat_id, "chat_id")
+        ids = as_ids(message_ids, "message_ids")
         await self._require_hot_chat(chat_id)
-        return await self._hide_messages(chat_id, list(message_ids), self._now())
+        return await self._hide_messages(chat_id, ids, self._now())
 
     async def list_messages(
         self,
-        chat_id: UUID,
+        chat_id: UUID | str,
         *,
         limit: int = DEFAULT_PAGE_LIMIT,
         cursor: str | None = None,
-        message_filter: MessageFilter | None = None,
-        viewer: Viewer | None = None,
+        message_filter: MessageFilter | Mapping[str, Any] | None = None,
+        viewer: Viewer | Mapping[str, Any] | None = None,
     ) -> Page[Message]:
         """Return one page of a chat's history, boundaries included.
 
@@ -211,19 +278,32 @@ class MessageOps(ChatOps):
         does, and a walk yields every message once even while messages are appended.
 
         Args:
-            chat_id: The chat.
-            limit: Messages per page; default 50, capped at 200.
+            chat_id: The chat (a ``UUID`` or its text form).
+            limit: Messages per page (count); default 50, capped at 200.
             cursor: ``next_cursor`` of the previous page of the same chat and filter.
-            message_filter: Roles, kinds, run, request or block to keep.
-            viewer: When given, the chat must be visible to this viewer.
+            message_filter: Roles, kinds, run, request or block to keep: a
+                :class:`MessageFilter` or a mapping of its fields.
+            viewer: When given (a :class:`Viewer` or a mapping), the chat must be visible
+                to this viewer.
+
+        Returns:
+            ``Page[Message]``: ``items`` oldest to newest, ``next_cursor`` to older ones,
+            ``has_more``.
 
         Raises:
             ChatNotFound: If the chat does not exist, is deleted or is not visible.
-            InvalidArgument: If ``limit`` is below 1.
+            InvalidArgument: If ``chat_id`` is not an id, ``limit`` is not an integer of
+                at least 1, or the filter or viewer does not validate.
             InvalidCursor: If the cursor is foreign, altered, or for another chat/filter.
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
-        message_filter = message_filter or MessageFilter()
+        chat_id = as_id(chat_id, "chat_id")
+        message_filter = (
+            MessageFilter()
+            if message_filter is None
+            else as_model(MessageFilter, message_filter, "message_filter")
+        )
         size = self._page_limit(limit)
         scope = _message_scope(chat_id, message_filter)
         before = self._decode_cursor(cursor, scope)
@@ -241,16 +321,27 @@ class MessageOps(ChatOps):
             next_cursor = self._encode_cursor(scope, page[-1].seq)
         return page_of(Message, page[::-1], next_cursor, has_more)
 
-    async def get_last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
+    async def get_last_messages(self, chat_ids: Sequence[UUID | str]) -> dict[UUID, Message]:
         """Map each live chat of ``chat_ids`` that has a visible message to its newest one.
 
         One query for any number of chats (a chat list's previews). Deleted or unknown chats
         are left out.
+
+        Args:
+            chat_ids: A list of chat ids (``UUID`` or text each); repeats are read once.
+
+        Returns:
+            ``{chat_id (UUID): newest visible message}``.
+
+        Raises:
+            InvalidArgument: If ``chat_ids`` is not a list or an id is malformed.
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
-        if not chat_ids:
+        ids = as_ids(chat_ids, "chat_ids")
+        if not ids:
             return {}
-        return await self._last_messages(list(dict.fromkeys(chat_ids)))
+        return await self._last_messages(list(dict.fromkeys(ids)))
 
 
 def _message_scope(chat_id: UUID, message_filter: MessageFilter) -> dict[str, Any]:

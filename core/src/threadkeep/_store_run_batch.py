@@ -18,6 +18,7 @@ from ._errors import Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import notify_messages_committed
 from ._runs import Run, RunStatus, Step
+from ._store_args import as_enum, as_id, as_items, as_model, as_positive_seconds, as_text
 from ._store_messages import MessageInput, _conflict_text, _dedupe_batch
 from ._store_runs import RunOps
 
@@ -31,7 +32,7 @@ class RunBatchOps(RunOps):
 
     async def begin_run(
         self,
-        chat_id: UUID,
+        chat_id: UUID | str,
         run_id: str,
         *,
         owner: str,
@@ -45,10 +46,10 @@ class RunBatchOps(RunOps):
         is active (a resumed run's owner continues it after :meth:`claim_run`).
 
         Args:
-            chat_id: The chat.
-            run_id: The run.
-            owner: The worker executing the run.
-            lease_seconds: The lease; renew it with :meth:`heartbeat_run`.
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
+            owner: The worker executing the run (non-empty).
+            lease_seconds: The lease (seconds, > 0); renew it with :meth:`heartbeat_run`.
             messages: The run's input (usually the new user messages); the rules of
                 :meth:`append_messages` apply.
 
@@ -59,10 +60,16 @@ class RunBatchOps(RunOps):
             ChatNotFound: If the chat does not exist or is deleted.
             Conflict: If the run exists under another owner or has ended.
             IdempotencyConflict / InvalidContent / PayloadTooLarge / InvalidArgument: As for
-                :meth:`append_messages`; nothing is written.
+                :meth:`append_messages` (also for a malformed id or a lease that is not
+                positive); nothing is written.
+            CapabilityNotSupported: If the driver does not store runs.
+            BackendUnavailable: If the backend fails; nothing is written.
         """
         self._require_open()
-        lease = _lease(lease_seconds)
+        chat_id = as_id(chat_id, "chat_id")
+        run_id = as_text(run_id, "run_id")
+        owner = as_text(owner, "owner")
+        lease = timedelta(seconds=as_positive_seconds(lease_seconds, "lease_seconds"))
         prepared = self._prepared_batch(chat_id, messages)
         for _ in range(_CAS_ATTEMPTS):
             await self._require_hot_chat(chat_id)
@@ -93,7 +100,7 @@ class RunBatchOps(RunOps):
 
     async def end_run(
         self,
-        chat_id: UUID,
+        chat_id: UUID | str,
         run_id: str,
         *,
         owner: str,
@@ -110,32 +117,46 @@ class RunBatchOps(RunOps):
         stored keep their status; pass the run's records with their end status.
 
         Args:
-            chat_id: The chat.
-            run_id: The run.
-            owner: The worker holding the run.
-            status: ``complete``, ``interrupted`` or ``errored``.
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
+            owner: The worker holding the run (non-empty).
+            status: ``complete``, ``interrupted`` or ``errored`` (or the :class:`RunStatus`).
             messages: Messages to append (the rules of :meth:`append_messages` apply).
-            steps: Steps of the chat to insert or replace by ``step_id``.
+            steps: Steps of the chat (instances or mappings) to insert or replace by
+                ``step_id``.
             error: What went wrong, for an errored run.
-            metadata: Merged into the run's ``metadata``.
+            metadata: Merged into the run's ``metadata`` (a dict; no NaN or infinity).
 
         Returns:
             The ended run.
 
         Raises:
-            InvalidArgument: If ``status`` is ``active`` or a step is of another chat.
+            InvalidArgument: If ``status`` is ``active`` or not a status, a step is of
+                another chat or does not validate, an id is malformed, or ``metadata`` is
+                not a dict.
             Conflict: If ``owner`` does not hold the active run (a sweeper or another
                 worker took it); nothing is written.
             RunNotFound: If there is no such run.
             IdempotencyConflict / InvalidContent / PayloadTooLarge: As for
                 :meth:`append_messages`; nothing is written.
+            CapabilityNotSupported: If the driver does not store runs.
+            BackendUnavailable: If the backend fails; nothing is written.
         """
+        self._require_open()
+        chat_id = as_id(chat_id, "chat_id")
+        run_id = as_text(run_id, "run_id")
+        owner = as_text(owner, "owner")
+        status = as_enum(RunStatus, status, "status")
         if status is RunStatus.ACTIVE:
             raise InvalidArgument("end_run needs an end status, not 'active'")
-        self._require_open()
-        if any(step.chat_id != chat_id for step in steps):
+        if metadata is not None and not isinstance(metadata, dict):
+            raise InvalidArgument(f"metadata must be a dict, not {type(metadata).__name__}")
+        if error is not None and not isinstance(error, str):
+            raise InvalidArgument(f"error must be a str, not {type(error).__name__}")
+        given = [as_model(Step, s, f"steps[{i}]") for i, s in enumerate(as_items(steps, "steps"))]
+        if any(step.chat_id != chat_id for step in given):
             raise InvalidArgument(f"end_run writes steps of chat {chat_id} only")
-        for step in steps:
+        for step in given:
             self.record_body(step)
         prepared = self._prepared_batch(chat_id, messages)
         for _ in range(_CAS_ATTEMPTS):
@@ -154,7 +175,7 @@ class RunBatchOps(RunOps):
             }
             run = validate_model(type(current), {**current.model_dump(), **changes})
             self.record_body(run)
-            result = await self._commit_run(run, current.revision, prepared, list(steps), now)
+            result = await self._commit_run(run, current.revision, prepared, given, now)
             if result is not None:
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
@@ -163,8 +184,7 @@ class RunBatchOps(RunOps):
     def _prepared_batch(
         self, chat_id: UUID, messages: Sequence[MessageInput]
     ) -> list[PreparedMessage]:
-        prepared = [self.prepare(self._coerce_message(m, chat_id)) for m in messages]
-        return _dedupe_batch(prepared)[0]
+        return _dedupe_batch(self._prepare_batch(chat_id, messages))[0]
 
     def _committed(
         self,
@@ -178,9 +198,3 @@ class RunBatchOps(RunOps):
         created_messages = [stored for stored, created in results if created]
         if created_messages:
             notify_messages_committed(self, chat_id, created_messages)
-
-
-def _lease(seconds: float) -> timedelta:
-    if seconds <= 0:
-        raise InvalidArgument("lease_seconds must be positive")
-    return timedelta(seconds=seconds)

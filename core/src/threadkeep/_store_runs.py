@@ -1,28 +1,28 @@
-"""Steps and runs: resume, claim, heartbeat, sweep (SPEC section 3, "Runs, status and steps").
+"""Runs: start, claim, heartbeat, sweep (SPEC section 3, "Runs, status and steps").
 
-Needs the ``steps`` capability. A run is claimed by one worker at a time with a
-compare-and-set on its revision; a worker keeps its claim alive with heartbeats that extend
-a lease, and a sweeper marks runs whose lease expired (their process died) interrupted.
+Needs the ``steps`` capability (steps are in ``_store_steps``). A run is claimed by one
+worker at a time with a compare-and-set on its revision; a worker keeps its claim alive
+with heartbeats that extend a lease, and a sweeper marks runs whose lease expired (their
+process died) interrupted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from ._content import validate_model
-from ._errors import Conflict, InvalidArgument, RunNotFound, StepNotFound
+from ._errors import Conflict, InvalidArgument, RunNotFound
 from ._models import MessageStatus
 from ._paging import MessageFilter
-from ._runs import Run, RunStatus, Step, StepStatus
-from ._store_context import ContextOps
+from ._runs import Run, RunStatus, StepStatus
+from ._store_args import as_count, as_enum, as_id, as_positive_seconds, as_text
+from ._store_steps import StepOps
 
 __all__ = ["RunOps"]
 
 _CAS_ATTEMPTS = 16
-_MAX_STACK_DEPTH = 256
 _OPEN_STEP = frozenset({StepStatus.PENDING, StepStatus.RUNNING})
 _RESUMABLE = frozenset({RunStatus.INTERRUPTED, RunStatus.ERRORED})
 _STEP_END = {
@@ -37,120 +37,58 @@ _MESSAGE_END = {
 }
 
 
-class RunOps(ContextOps):
-    """Step and run operations (Yao seed, "ChatStore Interface", steps part)."""
+class RunOps(StepOps):
+    """Run operations: start, heartbeat, finish, claim, sweep, finalize, discard."""
 
-    async def save_steps(self, steps: Sequence[Step]) -> list[Step]:
-        """Insert or replace steps by ``step_id``, atomically (the buffered exit write).
+    async def get_run(self, chat_id: UUID | str, run_id: str) -> Run:
+        """Return a run.
 
-        New steps get a store-assigned ``seq``, increasing within their chat.
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
 
         Returns:
-            The stored steps, in input order.
+            The run record.
 
         Raises:
-            ChatNotFound: If a step's chat does not exist or is deleted.
-            InvalidContent: If a string holds a lone surrogate; nothing is written.
-            CapabilityNotSupported: If the driver does not store steps.
+            RunNotFound: If there is none.
+            InvalidArgument: If ``chat_id`` is not an id or ``run_id`` is not text.
+            CapabilityNotSupported: If the driver does not store runs.
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
-        for chat_id in {s.chat_id for s in steps}:
-            await self.get_chat(chat_id)
-        for step in steps:
-            self.record_body(step)
-        return await self._save_steps(list(steps), self._now()) if steps else []
-
-    async def update_step(self, step_id: UUID, **changes: Any) -> Step:
-        """Change a step's fields (``status``, ``output``, ``error``, ``space_snapshot``...).
-
-        Raises:
-            StepNotFound: If there is no such step.
-            InvalidArgument: If ``step_id``, ``chat_id`` or ``seq`` is changed.
-        """
-        frozen = set(changes) & {"step_id", "chat_id", "seq", "created_at"}
-        if frozen:
-            raise InvalidArgument(f"cannot change {sorted(frozen)} of a step")
-        step = await self.get_step(step_id)
-        updated = validate_model(type(step), {**step.model_dump(), **changes})
-        (stored,) = await self.save_steps([updated])
-        return stored
-
-    async def get_step(self, step_id: UUID) -> Step:
-        """Return a step. Raises ``StepNotFound`` if there is none."""
-        self._require_open()
-        step = await self._get_step(step_id)
-        if step is None:
-            raise StepNotFound(f"no step {step_id}")
-        return step
-
-    async def get_steps(self, chat_id: UUID, run_id: str) -> list[Step]:
-        """Return a run's steps in seq order (an archived chat is rehydrated first)."""
-        self._require_open()
-        steps = await self._steps_for_run(chat_id, run_id)
-        if not steps and await self._rehydrate_if_archived(chat_id):
-            steps = await self._steps_for_run(chat_id, run_id)
-        return steps
-
-    async def get_last_incomplete_step(self, chat_id: UUID) -> Step | None:
-        """Return the chat's newest step that is not ``completed`` (where a resume starts).
-
-        An archived chat is rehydrated first.
-        """
-        self._require_open()
-        step = await self._last_incomplete_step(chat_id)
-        if step is None and await self._rehydrate_if_archived(chat_id):
-            step = await self._last_incomplete_step(chat_id)
-        return step
-
-    async def get_stack_steps(self, stack_id: str) -> list[Step]:
-        """Return the steps of one stack node (one agent's part of a nested call), in order."""
-        self._require_open()
-        return await self._steps_for_stack(stack_id)
-
-    async def get_stack_path(self, stack_id: str) -> list[str]:
-        """Return the stack ids from the root call down to ``stack_id`` (root first).
-
-        Raises:
-            StepNotFound: If no step has ``stack_id`` (or an ancestor has no steps).
-            Conflict: If the parent links form a cycle.
-        """
-        path = [stack_id]
-        current = stack_id
-        for _ in range(_MAX_STACK_DEPTH):
-            steps = await self.get_stack_steps(current)
-            if not steps:
-                raise StepNotFound(f"no step has stack_id {current!r}")
-            parent = steps[0].stack_parent_id
-            if parent is None:
-                return path[::-1]
-            if parent in path:
-                raise Conflict(f"stack {stack_id!r} has a cycle through {parent!r}")
-            path.append(parent)
-            current = parent
-        raise Conflict(f"stack {stack_id!r} is deeper than {_MAX_STACK_DEPTH}")
-
-    # -- runs ------------------------------------------------------------------------------
-
-    async def get_run(self, chat_id: UUID, run_id: str) -> Run:
-        """Return a run. Raises ``RunNotFound`` if there is none."""
-        self._require_open()
+        chat_id = as_id(chat_id, "chat_id")
+        run_id = as_text(run_id, "run_id")
         run = await self._get_run(chat_id, run_id)
         if run is None:
             raise RunNotFound(f"no run {run_id!r} in chat {chat_id}")
         return run
 
     async def start_run(
-        self, chat_id: UUID, run_id: str, *, owner: str, lease_seconds: float = 60.0
+        self, chat_id: UUID | str, run_id: str, *, owner: str, lease_seconds: float = 60.0
     ) -> Run:
         """Record that ``owner`` starts executing a run, holding it for ``lease_seconds``.
 
         Idempotent for the same owner (the lease is renewed).
 
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
+            owner: The worker (non-empty).
+            lease_seconds: How long the claim lasts without a heartbeat (seconds, > 0).
+
+        Returns:
+            The run record (``active``, owned by ``owner``).
+
         Raises:
             ChatNotFound: If the chat does not exist or is deleted.
             Conflict: If the run exists under another owner or has ended (use
                 :meth:`claim_run` to resume an ended run).
+            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive.
+            CapabilityNotSupported: If the driver does not store runs.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id, run_id, owner, lease_seconds = _run_args(chat_id, run_id, owner, lease_seconds)
         await self.get_chat(chat_id)
         now = self._now()
         fresh = Run(
@@ -169,14 +107,28 @@ class RunOps(ContextOps):
         raise Conflict(f"run {run_id!r} is {stored.status} under owner {stored.owner!r}")
 
     async def heartbeat_run(
-        self, chat_id: UUID, run_id: str, *, owner: str, lease_seconds: float = 60.0
+        self, chat_id: UUID | str, run_id: str, *, owner: str, lease_seconds: float = 60.0
     ) -> Run:
         """Extend ``owner``'s lease on an active run.
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
+            owner: The worker holding the run (non-empty).
+            lease_seconds: The new lease from now (seconds, > 0).
+
+        Returns:
+            The run record with the extended lease.
 
         Raises:
             Conflict: If the run is not active or ``owner`` no longer holds it (a sweeper or
                 another worker took it).
+            RunNotFound: If there is no such run.
+            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive.
+            CapabilityNotSupported: If the driver does not store runs.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id, run_id, owner, lease_seconds = _run_args(chat_id, run_id, owner, lease_seconds)
         return await self._transition(
             chat_id,
             run_id,
@@ -187,7 +139,7 @@ class RunOps(ContextOps):
 
     async def finish_run(
         self,
-        chat_id: UUID,
+        chat_id: UUID | str,
         run_id: str,
         *,
         owner: str,
@@ -196,10 +148,26 @@ class RunOps(ContextOps):
     ) -> Run:
         """End ``owner``'s active run as ``complete``, ``interrupted`` or ``errored``.
 
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
+            owner: The worker holding the run (non-empty).
+            status: The end status (a :class:`RunStatus` or its value), not ``active``.
+            error: What went wrong, for an errored run.
+
+        Returns:
+            The ended run record.
+
         Raises:
-            InvalidArgument: If ``status`` is ``active``.
+            InvalidArgument: If ``status`` is ``active`` or not a status, or an id is
+                malformed.
             Conflict: If ``owner`` does not hold the active run.
+            RunNotFound: If there is no such run.
+            CapabilityNotSupported: If the driver does not store runs.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id, run_id, owner, _ = _run_args(chat_id, run_id, owner, 1.0)
+        status = as_enum(RunStatus, status, "status")
         if status is RunStatus.ACTIVE:
             raise InvalidArgument("finish_run needs an end status, not 'active'")
         return await self._transition(
@@ -211,16 +179,29 @@ class RunOps(ContextOps):
         )
 
     async def claim_run(
-        self, chat_id: UUID, run_id: str, *, owner: str, lease_seconds: float = 60.0
+        self, chat_id: UUID | str, run_id: str, *, owner: str, lease_seconds: float = 60.0
     ) -> Run:
         """Take an interrupted or errored run (or an active one whose lease expired) to resume it.
 
         A compare-and-set: of concurrent claimers exactly one succeeds.
 
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
+            owner: The worker taking it (non-empty).
+            lease_seconds: The lease from now (seconds, > 0).
+
+        Returns:
+            The run record (``active``, owned by ``owner``).
+
         Raises:
             RunNotFound: If there is no such run.
             Conflict: If the run is complete, or held under a live lease (a second claimer).
+            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive.
+            CapabilityNotSupported: If the driver does not store runs.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id, run_id, owner, lease_seconds = _run_args(chat_id, run_id, owner, lease_seconds)
 
         def claimable(run: Run, now: datetime) -> bool:
             if run.status in _RESUMABLE:
@@ -247,10 +228,19 @@ class RunOps(ContextOps):
         For each: the run becomes ``interrupted``; its in-progress messages, tool calls and
         reasonings become ``interrupted``; its pending/running steps become ``interrupted``.
 
+        Args:
+            limit: At most this many runs per call (a count, at least 1).
+
         Returns:
             The runs this call marked (a concurrent sweeper marks the others).
+
+        Raises:
+            InvalidArgument: If ``limit`` is not an integer of at least 1.
+            CapabilityNotSupported: If the driver does not store runs.
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
+        limit = as_count(limit, "limit", minimum=1)
         swept: list[Run] = []
         for run in await self._expired_runs(self._now(), limit):
             try:
@@ -271,16 +261,34 @@ class RunOps(ContextOps):
             swept.append(marked)
         return swept
 
-    async def finalize_run_records(self, chat_id: UUID, run_id: str, status: RunStatus) -> int:
+    async def finalize_run_records(
+        self, chat_id: UUID | str, run_id: str, status: RunStatus
+    ) -> int:
         """Give a run's still-open messages, nested records and steps their end status.
 
         ``complete`` -> complete / completed, ``interrupted`` -> interrupted,
         ``errored`` -> errored / failed (AG-UI seed, run-outcome table). Records already
         ended keep their status.
 
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
+            status: The run's end status (a :class:`RunStatus` or its value), not ``active``.
+
         Returns:
             How many messages and steps changed.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted.
+            InvalidArgument: If an id is malformed or ``status`` is not an end status.
+            Conflict: If a message kept changing under concurrent writers.
+            BackendUnavailable: If the backend fails.
         """
+        chat_id = as_id(chat_id, "chat_id")
+        run_id = as_text(run_id, "run_id")
+        status = as_enum(RunStatus, status, "status")
+        if status not in _MESSAGE_END:
+            raise InvalidArgument("finalize_run_records needs an end status, not 'active'")
         changed = 0
         end = _MESSAGE_END[status]
         cursor: str | None = None
@@ -306,13 +314,23 @@ class RunOps(ContextOps):
             changed += len(steps)
         return changed
 
-    async def discard_run(self, chat_id: UUID, run_id: str) -> dict[str, int]:
+    async def discard_run(self, chat_id: UUID | str, run_id: str) -> dict[str, int]:
         """Remove every record of a run for good ("an errored turn stores nothing").
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            run_id: The run (non-empty).
 
         Returns:
             Counts removed per kind (``messages``, ``steps``, ``runs``).
+
+        Raises:
+            InvalidArgument: If ``chat_id`` is not an id or ``run_id`` is not text.
+            BackendUnavailable: If the backend fails.
         """
         self._require_open()
+        chat_id = as_id(chat_id, "chat_id")
+        run_id = as_text(run_id, "run_id")
         return await self._delete_run_records(chat_id, run_id)
 
     async def _end_message(self, message_id: UUID, end: MessageStatus) -> None:
@@ -348,9 +366,19 @@ class RunOps(ContextOps):
 
 
 def _lease(seconds: float) -> timedelta:
-    if seconds <= 0:
-        raise InvalidArgument("lease_seconds must be positive")
-    return timedelta(seconds=seconds)
+    return timedelta(seconds=as_positive_seconds(seconds, "lease_seconds"))
+
+
+def _run_args(
+    chat_id: object, run_id: object, owner: object, lease_seconds: object
+) -> tuple[UUID, str, str, float]:
+    """Check the arguments every run transition takes (raises ``InvalidArgument``)."""
+    return (
+        as_id(chat_id, "chat_id"),
+        as_text(run_id, "run_id"),
+        as_text(owner, "owner"),
+        as_positive_seconds(lease_seconds, "lease_seconds"),
+    )
 
 
 def _is_open_message(message: Any) -> bool:

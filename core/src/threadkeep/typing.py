@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from uuid import UUID
 
 from ._archive._objects import ObjectInfo
-from ._models import Chat, Message, Reasoning, Share, ToolCall
+from ._models import Chat, Message, MessageInput, Reasoning, Share, ToolCall
 from ._paging import ChatFilter, MessageFilter, Page, Viewer
 from ._runs import Run, RunStatus, Step
 
@@ -30,9 +30,6 @@ __all__ = [
 
 JSONValue = dict[str, Any] | list[Any] | str | int | float | bool | None
 """A JSON-compatible value (metadata, step input/output, action payloads)."""
-
-MessageInput = Message | Mapping[str, Any]
-"""What ``append_message`` accepts: a ``Message`` (or subclass) or a mapping of its fields."""
 
 
 @runtime_checkable

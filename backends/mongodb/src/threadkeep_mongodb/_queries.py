@@ -46,9 +46,9 @@ def _visible_to_clauses(chat_filter: ChatFilter) -> list[Document]:
     viewer = chat_filter.visible_to
     if viewer is None:
         return []
-    clauses: list[Document] = []
-    if viewer.tenant_id is not None:
-        clauses.append({"tenant_id": {"$eq": viewer.tenant_id}})
+    # Tenants never mix, and None is a tenant of its own (``chat_visible_to``): a viewer
+    # without a tenant matches only chats whose tenant_id is null.
+    clauses: list[Document] = [{"tenant_id": {"$eq": viewer.tenant_id}}]
     reach: list[Document] = [{"user_id": {"$eq": viewer.user_id}}]
     if viewer.team_id is not None:
         reach.append({"share": "team", "team_id": {"$eq": viewer.team_id}})

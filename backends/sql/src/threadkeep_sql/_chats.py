@@ -83,7 +83,10 @@ def chat_filter_shape(
         params["f_keyword"] = escape_key(chat_filter.keyword.casefold())
     viewer = chat_filter.visible_to
     if viewer is not None:
-        if viewer.tenant_id is not None:
+        # Tenants never mix, and None is a tenant of its own (``chat_visible_to``).
+        if viewer.tenant_id is None:
+            shape.append(("null", "tenant_id"))
+        else:
             shape.append(("eq", "tenant_id", "v_tenant_id"))
             params["v_tenant_id"] = viewer.tenant_id
         if viewer.team_id is not None:
@@ -117,6 +120,8 @@ def chat_filter_clauses(shape: tuple[Hashable, ...]) -> list[sa.ColumnElement[bo
     for part in parts:
         if isinstance(part, tuple) and part[0] == "eq":
             clauses.append(c[part[1]] == sa.bindparam(part[2]))
+        elif isinstance(part, tuple) and part[0] == "null":
+            clauses.append(c[part[1]].is_(None))
         elif isinstance(part, tuple) and part[0] == "viewer":
             shared: sa.ColumnElement[bool] = sa.false()
             if part[1]:

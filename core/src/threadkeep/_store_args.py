@@ -1,0 +1,186 @@
+"""Argument checks at the public ``Store`` boundary: one place, one error type.
+
+Every public ``Store`` method passes its arguments through these before anything reaches a
+driver, so a bad argument raises :class:`threadkeep.InvalidArgument` (saying what was wrong
+and what is expected) identically on every backend, and never a ``TypeError``,
+``AttributeError`` or pydantic ``ValidationError`` from deep inside a driver. Ids are
+normalized here too: a ``UUID`` or its string form is accepted and converted once, so
+drivers only ever see ``UUID`` objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from enum import Enum
+from typing import Any, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from ._content import validate_model
+from ._errors import InvalidArgument
+
+__all__ = [
+    "as_aware",
+    "as_count",
+    "as_enum",
+    "as_id",
+    "as_ids",
+    "as_items",
+    "as_model",
+    "as_positive_seconds",
+    "as_str",
+    "as_text",
+]
+
+M = TypeVar("M", bound=BaseModel)
+E = TypeVar("E", bound=Enum)
+
+_REPR_CHARS = 60
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _REPR_CHARS else text[: _REPR_CHARS - 3] + "..."
+
+
+def as_id(value: object, what: str) -> UUID:
+    """Return ``value`` as a ``UUID``: a ``UUID`` as it is, its text form parsed.
+
+    Args:
+        value: A ``uuid.UUID`` (subclasses included), or text that ``uuid.UUID`` parses
+            (``"1b4e28ba-2fa1-11d2-883f-0016d3cca427"``, 32 hex digits, braces or a
+            ``urn:uuid:`` prefix).
+        what: The argument's name, for the error message.
+
+    Raises:
+        InvalidArgument: For anything else (other types, malformed text).
+    """
+    if isinstance(value, UUID):
+        return value
+    if isinstance(value, str):
+        try:
+            return UUID(value)
+        except ValueError:
+            pass
+    msg = (
+        f"{what} must be a UUID or its text form "
+        f"(like '1b4e28ba-2fa1-11d2-883f-0016d3cca427'), not {_shown(value)}"
+    )
+    raise InvalidArgument(msg)
+
+
+def as_items(values: object, what: str) -> Sequence[Any]:
+    """Return ``values`` if it is a list-like sequence (not text, bytes or a mapping).
+
+    Raises:
+        InvalidArgument: If it is not a sequence, or is a ``str``/``bytes`` or mapping.
+    """
+    if isinstance(values, Sequence) and not isinstance(values, str | bytes | bytearray):
+        return values
+    msg = f"{what} must be a list or tuple, not {type(values).__name__}"
+    raise InvalidArgument(msg)
+
+
+def as_ids(values: object, what: str) -> list[UUID]:
+    """Return a sequence of ids (``UUID`` or text each) as a list of ``UUID``.
+
+    Raises:
+        InvalidArgument: If ``values`` is not a list-like sequence, or an item is not an id.
+    """
+    return [as_id(value, f"{what}[{i}]") for i, value in enumerate(as_items(values, what))]
+
+
+def as_text(value: object, what: str) -> str:
+    """Return ``value`` if it is a non-empty ``str``.
+
+    Raises:
+        InvalidArgument: If it is not a ``str`` or is empty.
+    """
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, str):
+        raise InvalidArgument(f"{what} must not be empty")
+    raise InvalidArgument(f"{what} must be a str, not {type(value).__name__}")
+
+
+def as_str(value: object, what: str) -> str:
+    """Return ``value`` if it is a ``str`` (empty text included, as a stored client id).
+
+    Raises:
+        InvalidArgument: If it is not a ``str``.
+    """
+    if isinstance(value, str):
+        return value
+    raise InvalidArgument(f"{what} must be a str, not {type(value).__name__}")
+
+
+def as_count(value: object, what: str, *, minimum: int) -> int:
+    """Return ``value`` if it is an ``int`` (not ``bool``) of at least ``minimum``.
+
+    Raises:
+        InvalidArgument: If it is not an integer, or is below ``minimum``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{what} must be an integer, not {type(value).__name__}")
+    if value < minimum:
+        raise InvalidArgument(f"{what} must be at least {minimum} (got {value})")
+    return value
+
+
+def as_positive_seconds(value: object, what: str) -> float:
+    """Return ``value`` (seconds, ``int`` or ``float``) if it is finite and above zero.
+
+    Raises:
+        InvalidArgument: If it is not a number, or is not a positive finite number.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidArgument(f"{what} must be a number of seconds, not {type(value).__name__}")
+    seconds = float(value)
+    if not 0 < seconds < float("inf"):
+        raise InvalidArgument(f"{what} must be a positive number of seconds (got {value})")
+    return seconds
+
+
+def as_aware(value: object, what: str) -> datetime:
+    """Return ``value`` if it is a timezone-aware ``datetime``.
+
+    Raises:
+        InvalidArgument: If it is not a ``datetime``, or is naive (no ``tzinfo``): pass
+            ``datetime.now(UTC)``-style aware values (SPEC section 3: timestamps are UTC).
+    """
+    if not isinstance(value, datetime):
+        raise InvalidArgument(f"{what} must be a datetime, not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        msg = f"{what} is a naive datetime ({value.isoformat()}); give it a time zone (UTC)"
+        raise InvalidArgument(msg)
+    return value
+
+
+def as_model(model: type[M], value: object, what: str) -> M:
+    """Return ``value`` as a ``model`` instance: an instance as it is, a mapping validated.
+
+    Raises:
+        InvalidArgument: If it is neither, or the mapping does not validate (the message
+            lists the fields).
+    """
+    if isinstance(value, model):
+        return value
+    if isinstance(value, Mapping):
+        return validate_model(model, dict(value))
+    msg = f"{what} must be a {model.__name__} or a mapping of its fields, not {_shown(value)}"
+    raise InvalidArgument(msg)
+
+
+def as_enum(enum: type[E], value: object, what: str) -> E:
+    """Return ``value`` as a member of ``enum`` (a member, or its value).
+
+    Raises:
+        InvalidArgument: If it is neither; the message lists the members' values.
+    """
+    try:
+        return enum(value)
+    except (ValueError, TypeError):
+        allowed = ", ".join(repr(m.value) for m in enum)
+        raise InvalidArgument(f"{what} must be one of {allowed}, not {_shown(value)}") from None
