@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._archive import ArchiveTests
+from ._arguments import ArgumentTests
 from ._boundaries import BoundaryTests
 from ._capabilities import CapabilityTests
 from ._content import ContentTests
@@ -29,6 +30,7 @@ class StoreContract(
     NestedTests,
     StepTests,
     ArchiveTests,
+    ArgumentTests,
     CapabilityTests,
     StateMachineTests,
 ):
@@ -65,6 +67,7 @@ AREA_MIXINS: tuple[type, ...] = (
     NestedTests,
     StepTests,
     ArchiveTests,
+    ArgumentTests,
     CapabilityTests,
     StateMachineTests,
 )

@@ -199,7 +199,7 @@ class ChatOps(StoreCore):
             as_text(user_id, "user_id"), as_text(thread_id, "thread_id")
         )
 
-    async def update_chat(self, chat_id: UUID | str, **changes: Any) -> Chat:
+    async def update_chat(self, chat_id: UUID | str, /, **changes: Any) -> Chat:
         """Change a live chat's descriptive fields.
 
         Args:

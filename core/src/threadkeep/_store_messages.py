@@ -202,7 +202,7 @@ class MessageOps(ChatOps):
             message = await self._get_message_by_agui_id(chat_id, agui_id)
         return message
 
-    async def update_message(self, message_id: UUID | str, **changes: Any) -> Message:
+    async def update_message(self, message_id: UUID | str, /, **changes: Any) -> Message:
         """Change fields of a visible message (content, status, in_progress, metadata, ...).
 
         Concurrent updates are serialized by a compare-and-set on the message's revision,

@@ -105,7 +105,7 @@ class NestedOps(MessageOps):
         assert isinstance(item, Reasoning)
         return item
 
-    async def update_tool_call(self, tool_call_id: UUID | str, **changes: Any) -> ToolCall:
+    async def update_tool_call(self, tool_call_id: UUID | str, /, **changes: Any) -> ToolCall:
         """Change fields of a tool call (``arguments``, ``content``, ``status``, ``name``...).
 
         Args:
@@ -129,7 +129,7 @@ class NestedOps(MessageOps):
         assert isinstance(item, ToolCall)
         return item
 
-    async def update_reasoning(self, reasoning_id: UUID | str, **changes: Any) -> Reasoning:
+    async def update_reasoning(self, reasoning_id: UUID | str, /, **changes: Any) -> Reasoning:
         """Change fields of a reasoning (``content``, ``status``, ``encrypted_value``...).
 
         Args:

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from ._content import PreparedMessage, validate_model
+from ._content import PreparedMessage, check_finite, validate_model
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import notify_messages_committed
@@ -104,7 +104,7 @@ class RunBatchOps(RunOps):
         run_id: str,
         *,
         owner: str,
-        status: RunStatus,
+        status: RunStatus | str,
         messages: Sequence[MessageInput] = (),
         steps: Sequence[Step] = (),
         error: str | None = None,
@@ -146,11 +146,12 @@ class RunBatchOps(RunOps):
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
         owner = as_text(owner, "owner")
-        status = as_enum(RunStatus, status, "status")
-        if status is RunStatus.ACTIVE:
+        ending = as_enum(RunStatus, status, "status")
+        if ending is RunStatus.ACTIVE:
             raise InvalidArgument("end_run needs an end status, not 'active'")
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidArgument(f"metadata must be a dict, not {type(metadata).__name__}")
+        check_finite(metadata, "metadata")
         if error is not None and not isinstance(error, str):
             raise InvalidArgument(f"error must be a str, not {type(error).__name__}")
         given = [as_model(Step, s, f"steps[{i}]") for i, s in enumerate(as_items(steps, "steps"))]
@@ -167,7 +168,7 @@ class RunBatchOps(RunOps):
                 raise Conflict(msg + f": owner {owner!r} does not hold an active lease")
             now = self._now()
             changes = {
-                "status": status,
+                "status": ending,
                 "error": error,
                 "lease_expires_at": None,
                 "updated_at": now,

@@ -143,7 +143,7 @@ class RunOps(StepOps):
         run_id: str,
         *,
         owner: str,
-        status: RunStatus,
+        status: RunStatus | str,
         error: str | None = None,
     ) -> Run:
         """End ``owner``'s active run as ``complete``, ``interrupted`` or ``errored``.
@@ -167,14 +167,14 @@ class RunOps(StepOps):
             BackendUnavailable: If the backend fails.
         """
         chat_id, run_id, owner, _ = _run_args(chat_id, run_id, owner, 1.0)
-        status = as_enum(RunStatus, status, "status")
-        if status is RunStatus.ACTIVE:
+        ending = as_enum(RunStatus, status, "status")
+        if ending is RunStatus.ACTIVE:
             raise InvalidArgument("finish_run needs an end status, not 'active'")
         return await self._transition(
             chat_id,
             run_id,
             lambda run, now: run.status is RunStatus.ACTIVE and run.owner == owner,
-            lambda now: {"status": status, "error": error, "lease_expires_at": None},
+            lambda now: {"status": ending, "error": error, "lease_expires_at": None},
             f"owner {owner!r} does not hold an active lease",
         )
 
@@ -262,7 +262,7 @@ class RunOps(StepOps):
         return swept
 
     async def finalize_run_records(
-        self, chat_id: UUID | str, run_id: str, status: RunStatus
+        self, chat_id: UUID | str, run_id: str, status: RunStatus | str
     ) -> int:
         """Give a run's still-open messages, nested records and steps their end status.
 
@@ -286,11 +286,11 @@ class RunOps(StepOps):
         """
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
-        status = as_enum(RunStatus, status, "status")
-        if status not in _MESSAGE_END:
+        ending = as_enum(RunStatus, status, "status")
+        if ending not in _MESSAGE_END:
             raise InvalidArgument("finalize_run_records needs an end status, not 'active'")
         changed = 0
-        end = _MESSAGE_END[status]
+        end = _MESSAGE_END[ending]
         cursor: str | None = None
         while True:
             page = await self.list_messages(
@@ -308,7 +308,7 @@ class RunOps(StepOps):
                 s for s in await self._steps_for_run(chat_id, run_id) if s.status in _OPEN_STEP
             ]
             for step in steps:
-                step.status = _STEP_END[status]
+                step.status = _STEP_END[ending]
             if steps:
                 await self._save_steps(steps, self._now())
             changed += len(steps)

@@ -54,7 +54,7 @@ class StepOps(ContextOps):
             await self.get_chat(chat_id)
         return await self._save_steps(given, self._now()) if given else []
 
-    async def update_step(self, step_id: UUID | str, **changes: Any) -> Step:
+    async def update_step(self, step_id: UUID | str, /, **changes: Any) -> Step:
         """Change a step's fields (``status``, ``output``, ``error``, ``space_snapshot``...).
 
         Args:
