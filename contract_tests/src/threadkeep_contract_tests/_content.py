@@ -165,6 +165,65 @@ class ContentTests(ContractBase):
         assert row.content == content
 
     @pytest.mark.asyncio
+    async def test_max_size_nul_message_is_accepted(self, store: Store) -> None:
+        """16 MiB of U+0000 is accepted and read back: the limit counts text, not JSON.
+
+        JSON escapes U+0000 as six characters, so the encoded body is six times the
+        payload; the escaping never counts against ``max_message_bytes``. One byte more is
+        still ``PayloadTooLarge``.
+        """
+        content = NUL * DEFAULT_MAX_MESSAGE_BYTES
+        chat = await store.create_chat("u-content", "t-16mib-nul")
+        with pytest.raises(PayloadTooLarge):
+            await store.append_message(chat.chat_id, Message(role="user", content=content + NUL))
+        assert await self.raw_messages(store, chat.chat_id) == []
+        stored = await store.append_message(chat.chat_id, Message(role="user", content=content))
+        read = await store.get_message(stored.message_id)
+        assert read.content == content
+        (row,) = await self.raw_messages(store, chat.chat_id)
+        assert row.content == content
+        del content, read, row
+
+    @pytest.mark.asyncio
+    async def test_non_finite_numbers_are_refused(self, store: Store) -> None:
+        """NaN and infinity anywhere in a record raise ``InvalidContent``; nothing is written.
+
+        JSON has no form for them: stored, they would read back as something else.
+        """
+        chat = await store.create_chat("u-content", "t-nan")
+        nan, inf = float("nan"), float("inf")
+        cases: list[Message] = [
+            Message(role="user", metadata={"score": nan}),
+            Message(role="user", metadata={"deep": [1, {"x": -inf}]}),
+            Message(role="user", parts=[ActionPart(name="a", payload={"p": inf})]),
+            Message(role="user", parts=[CustomPart(name="c", value=[nan])]),
+            Message(role="assistant", tool_calls=[RichToolCall(cost_usd=nan)]),
+            Message(role="user", undeclared={"n": inf}),
+        ]
+        for message in cases:
+            with pytest.raises(InvalidContent):
+                await store.append_message(chat.chat_id, message)
+            with pytest.raises(InvalidContent):
+                await store.append_messages(chat.chat_id, [Message(role="user"), message])
+        with pytest.raises(InvalidContent):
+            await store.append_message(chat.chat_id, {"role": "user", "metadata": {"x": nan}})
+        assert await self.raw_messages(store, chat.chat_id) == []
+        holder = await store.append_message(chat.chat_id, Message(role="assistant"))
+        with pytest.raises(InvalidContent):
+            await store.update_message(holder.message_id, metadata={"x": -inf})
+        with pytest.raises(InvalidContent):
+            await store.append_tool_call(holder.message_id, RichToolCall(cost_usd=inf))
+        with pytest.raises(InvalidContent):
+            await store.update_chat(chat.chat_id, metadata={"x": nan})
+        with pytest.raises(InvalidContent):
+            await store.create_chat("u-content", "t-nan-chat", metadata={"x": [inf]})
+        assert await store.find_chat("u-content", "t-nan-chat") is None
+        assert (await store.get_message(holder.message_id)).metadata == {}
+        assert (await store.get_chat(chat.chat_id)).metadata == {}
+        (row,) = await self.raw_messages(store, chat.chat_id)
+        assert row.body["tool_calls"] == []
+
+    @pytest.mark.asyncio
     async def test_oversized_message_is_refused(self, store: Store) -> None:
         """16 MiB + 1 byte raises ``PayloadTooLarge`` and nothing is written (back door)."""
         chat = await store.create_chat("u-content", "t-too-big")
