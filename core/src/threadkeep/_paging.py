@@ -82,8 +82,9 @@ class ChatFilter(BaseModel):
         visible_to: Keep chats the :class:`Viewer` may see: in the viewer's tenant
             (``None`` only with ``None``), owned by the viewer or shared with the viewer's
             team.
-        deleted: ``"exclude"`` (default: live chats only), ``"include"`` (live and
-            soft-deleted) or ``"only"`` (soft-deleted only).
+        deleted: Which chats by deletion: ``"exclude"`` (default: live chats only),
+            ``"include"`` (both: live and soft-deleted chats together, as ``erase_user``
+            reads them) or ``"only"`` (soft-deleted chats only, as ``purge`` reads them).
         idle_before: Keep chats whose last message (or creation, if none) is older than
             this instant (timezone-aware).
         deleted_before: Keep chats soft-deleted before this instant (timezone-aware).

@@ -260,7 +260,12 @@ class StoreCore(DriverPrimitives):
         return self
 
     async def close(self) -> None:
-        """Release connections. Idempotent; the store can be opened again."""
+        """Release connections. Idempotent; the store can be opened again.
+
+        Raises:
+            BackendUnavailable: If the backend fails while closing (the store is closed
+                all the same).
+        """
         if self._is_open:
             self._is_open = False
             await self._close()
@@ -319,7 +324,19 @@ class StoreCore(DriverPrimitives):
     # -- helpers for drivers -------------------------------------------------------------
 
     def prepare(self, message: Message) -> PreparedMessage:
-        """Check and encode a message with this store's limits (see ``prepare_message``)."""
+        """Check and encode a message with this store's limits (see ``prepare_message``).
+
+        Args:
+            message: The message to write.
+
+        Returns:
+            The message with its JSON body and idempotency fingerprint.
+
+        Raises:
+            InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
+            PayloadTooLarge: If the payload is over ``max_message_bytes`` (UTF-8 bytes of
+                text, not of JSON) or the rest over ``ENVELOPE_ALLOWANCE_BYTES``.
+        """
         return prepare_message(message, self.max_message_bytes)
 
     def message_from_row(
@@ -346,6 +363,10 @@ class StoreCore(DriverPrimitives):
 
         Returns:
             An instance of this store's ``message_model``.
+
+        Raises:
+            pydantic.ValidationError: If the stored body does not validate as the
+                ``message_model`` (stored data a driver must never produce).
         """
         columns = {
             "chat_id": chat_id,
@@ -375,7 +396,10 @@ class StoreCore(DriverPrimitives):
 
         Returns:
             Instances of this store's ``message_model``, in the order of ``rows``; equal to
-            what :meth:`message_from_row` returns for each row (which raises the errors).
+            what :meth:`message_from_row` returns for each row.
+
+        Raises:
+            pydantic.ValidationError: As :meth:`message_from_row`.
         """
         page = _page_from_json(self.message_model, _MESSAGE_ROW, rows)
         if page is not None:
@@ -395,7 +419,17 @@ class StoreCore(DriverPrimitives):
 
     @staticmethod
     def message_body(message: Message) -> str:
-        """Return a message's JSON body without store-assigned fields (for drivers)."""
+        """Return a message's JSON body without store-assigned fields (for drivers).
+
+        Args:
+            message: A message (subclass fields included).
+
+        Returns:
+            Compact JSON text (``dump_json``).
+
+        Raises:
+            InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
+        """
         return dump_json(
             message.model_dump(
                 mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
@@ -404,7 +438,18 @@ class StoreCore(DriverPrimitives):
 
     @staticmethod
     def fingerprint(message: Message) -> str:
-        """Return the idempotency fingerprint of a stored or new message."""
+        """Return the idempotency fingerprint of a stored or new message.
+
+        Args:
+            message: The message; store-assigned fields and ids do not count.
+
+        Returns:
+            The fingerprint (hex digest of its canonical JSON payload).
+
+        Raises:
+            pydantic_core.PydanticSerializationError: If an undeclared extra field holds a
+                value with no JSON form (``prepare`` refuses such a message first).
+        """
         data = message.model_dump(
             mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
         )
@@ -416,6 +461,12 @@ class StoreCore(DriverPrimitives):
 
         ``Store`` calls it on every chat, step and run before writing, so a record it
         refuses is never written.
+
+        Args:
+            record: A ``Chat``, ``Step`` or ``Run`` (or subclass) instance.
+
+        Returns:
+            Compact JSON text of every field.
 
         Raises:
             InvalidContent: If a string holds a lone surrogate, or a float is NaN or
@@ -430,7 +481,17 @@ class StoreCore(DriverPrimitives):
     ) -> R:
         """Rebuild a chat, step or run from :meth:`record_body` text, columns winning.
 
-        Datetime columns may be naive (taken as UTC).
+        Args:
+            model: The record's model (``chat_model``, ``Step``, ``Run``...).
+            body: The :meth:`record_body` text, or its decoded mapping.
+            **columns: Column values that override the body's; datetime columns may be
+                naive (taken as UTC).
+
+        Returns:
+            The record, a ``model`` instance.
+
+        Raises:
+            InvalidArgument: If the stored data does not validate as ``model``.
         """
         values = {k: as_utc(v) if isinstance(v, datetime) else v for k, v in columns.items()}
         if isinstance(body, str | bytes):
@@ -454,7 +515,10 @@ class StoreCore(DriverPrimitives):
                 columns are ignored.
 
         Returns:
-            What :meth:`record_from_body` returns for each row (which raises the errors).
+            What :meth:`record_from_body` returns for each row.
+
+        Raises:
+            InvalidArgument: As :meth:`record_from_body`.
         """
         page = _page_from_json(model, tuple(names), rows)
         if page is not None:
