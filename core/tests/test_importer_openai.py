@@ -107,7 +107,7 @@ async def test_import_through_the_api_reports_progress(transcripts, memory_url):
         assert chat is not None
         assert chat.name == "api.json #1"
         page = await store.list_messages(chat.chat_id)
-    assert seen == [(1, 3), (2, 3), (3, 3)]
+    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]  # (0, N): checked, writing starts
     assert (report.chats_created, report.messages_created, report.tool_calls_created) == (3, 15, 3)
     assert (again.chats_present, again.messages_present, again.tool_calls_present) == (3, 15, 3)
     assert again.messages_created == again.chats_created == 0

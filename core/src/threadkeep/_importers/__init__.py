@@ -23,7 +23,14 @@ from .._errors import InvalidArgument
 if TYPE_CHECKING:
     from .._store import Store
 
-__all__ = ["IMPORTERS", "ImportReport", "Importer", "ProgressCallback", "resolve_importer"]
+__all__ = [
+    "IMPORTERS",
+    "UNITS",
+    "ImportReport",
+    "Importer",
+    "ProgressCallback",
+    "resolve_importer",
+]
 
 IMPORTERS: dict[str, str] = {
     "openai": "threadkeep._importers.openai:import_openai",
@@ -32,7 +39,11 @@ IMPORTERS: dict[str, str] = {
 """Import formats by name, each the ``"module:function"`` path of its importer."""
 
 ProgressCallback = Callable[[int, int], None]
-"""Called as ``progress(records_done, records_total)`` after each record (counts)."""
+"""Called as ``progress(0, total)`` when writing starts (everything read and checked), then as
+``progress(done, total)`` after each record (or run) is stored (counts)."""
+
+UNITS: dict[str, str] = {"openai": "records", "agui": "runs"}
+"""What an importer's progress counts, by format name."""
 
 
 @dataclass

@@ -11,8 +11,8 @@ from .._errors import InvalidArgument
 __all__ = ["read_records"]
 
 
-def read_records(path: Path) -> list[Any]:
-    """Return the records of a transcript file.
+def read_records(path: Path) -> tuple[list[Any], list[int | None]]:
+    """Return the records of a transcript file and the line each starts on.
 
     A file holding a JSON array gives its items; a file holding one JSON object gives that
     object; otherwise each non-blank line is parsed as one JSON record (JSON Lines). A UTF-8
@@ -22,7 +22,8 @@ def read_records(path: Path) -> list[Any]:
         path: The file.
 
     Returns:
-        The records, in file order (not yet checked for shape).
+        The records, in file order (not yet checked for shape), and for each the number of
+        its line (from 1) in a JSON Lines file, or ``None`` in a JSON document.
 
     Raises:
         InvalidArgument: If the file is missing, unreadable, not UTF-8, empty, or neither
@@ -39,7 +40,8 @@ def read_records(path: Path) -> list[Any]:
             msg = f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             raise InvalidArgument(msg) from exc
         return _json_lines(text, path)
-    return document if isinstance(document, list) else [document]
+    records = document if isinstance(document, list) else [document]
+    return records, [None] * len(records)
 
 
 def _read_text(path: Path) -> str:
@@ -55,18 +57,20 @@ def _read_text(path: Path) -> str:
         raise InvalidArgument(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _json_lines(text: str, path: Path) -> list[Any]:
+def _json_lines(text: str, path: Path) -> tuple[list[Any], list[int | None]]:
     records: list[Any] = []
+    lines: list[int | None] = []
     # Split on "\n" only: U+2028 and friends may appear raw inside JSON strings.
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
             records.append(json.loads(line))
+            lines.append(number)
         except json.JSONDecodeError as exc:
             msg = (
                 f"{path} is neither JSON nor JSON Lines: line {number} does not parse "
                 f"({exc.msg} at column {exc.colno})"
             )
             raise InvalidArgument(msg) from exc
-    return records
+    return records, lines

@@ -27,7 +27,7 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._content import validate_model
+from .._content import prepare_message, validate_model
 from .._errors import IdempotencyConflict, InvalidArgument
 from .._models import Message, Role
 from . import ImportReport, ProgressCallback
@@ -67,32 +67,41 @@ async def import_openai(
 ) -> ImportReport:
     """Import an OpenAI chat-completions transcript file into ``store``.
 
-    Each record is checked and converted before anything of it is written; its messages go
-    in with ``append_messages`` in batches of up to 1,000 (all or nothing per batch). See
-    the module docstring for the mapping and the deterministic keys.
+    Every record of the file is checked and converted before anything is written, so a
+    malformed record anywhere writes nothing. Messages then go in with ``append_messages``
+    in batches of up to 1,000 (all or nothing per batch). See the module docstring for the
+    mapping and the deterministic keys.
 
     Args:
         store: An open store.
         path: The transcript file (JSON array, one JSON object, or JSON Lines; UTF-8).
         user_id: Owner of the imported chats (non-empty).
-        progress: Called as ``progress(records_done, records_total)`` after each record.
+        progress: Called as ``progress(0, records_total)`` once every record is checked,
+            then as ``progress(records_done, records_total)`` after each record is stored.
 
     Returns:
         Counts of chats, messages and tool calls, created versus already present.
 
     Raises:
         InvalidArgument: If the file is missing, unreadable or malformed, or a record or
-            message does not have the expected shape; the message names the record and
-            entry. Records before the bad one stay imported (a re-run completes the rest).
+            message does not have the expected shape or cannot be stored (``InvalidContent``,
+            ``PayloadTooLarge``); the message names the file, the record (and its line in
+            JSON Lines) and the entry. Nothing is written then.
         IdempotencyConflict: If a chat was imported before from a file with different
             content at the same position.
-        ThreadkeepError: Any error of the store (for example ``BackendUnavailable``).
+        ThreadkeepError: Any error of the store (for example ``BackendUnavailable``);
+            records before the failing one stay imported and a re-run completes the rest.
     """
     source = Path(path)
-    records = read_records(source)
+    records, lines = read_records(source)
+    conversations = [
+        _conversation(record, source.name, index, lines[index], store.max_message_bytes)
+        for index, record in enumerate(records)
+    ]
     report = ImportReport()
-    for index, record in enumerate(records):
-        conversation = _conversation(record, source.name, index)
+    if progress is not None:
+        progress(0, len(records))  # checked: writing starts
+    for index, conversation in enumerate(conversations):
         report.merge(await _store_conversation(store, user_id, conversation))
         if progress is not None:
             progress(index + 1, len(records))
@@ -115,13 +124,20 @@ def thread_id_for(file_name: str, index: int, record: Any) -> str:
     return f"openai:{file_name}:{index}"
 
 
-def _conversation(record: Any, file_name: str, index: int) -> _Conversation:
-    where = f"{file_name}: record {index}"
+def _conversation(
+    record: Any, file_name: str, index: int, line: int | None, max_message_bytes: int
+) -> _Conversation:
+    where = f"{file_name}: record {index}" + (f" (line {line})" if line is not None else "")
     entries = _entries(record, where)
-    messages = [
-        convert_message(entry, position, where=f"{where}, message {position}")
-        for position, entry in enumerate(entries)
-    ]
+    messages: list[Message] = []
+    for position, entry in enumerate(entries):
+        entry_where = f"{where}, message {position}"
+        message = convert_message(entry, position, where=entry_where)
+        try:  # what the store would refuse, refused before anything is written
+            prepare_message(message, max_message_bytes)
+        except InvalidArgument as exc:
+            raise type(exc)(f"{entry_where}: {exc}") from exc
+        messages.append(message)
     fields = {}
     if isinstance(record, dict):
         fields = {k: v for k, v in record.items() if _is_scalar(v) and k not in {"id"}}

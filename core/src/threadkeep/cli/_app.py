@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 import traceback
@@ -150,6 +151,9 @@ class OneLineErrors(TyperGroup):
         **extra: Any,
     ) -> Any:
         """Run the command line; see the class docstring for exit statuses."""
+        handler = _LogLines()
+        library_log = logging.getLogger("threadkeep")
+        library_log.addHandler(handler)
         try:
             result = super().main(
                 args,
@@ -168,6 +172,8 @@ class OneLineErrors(TyperGroup):
                 raise
             code = EXIT_INTERRUPTED if isinstance(exc, KeyboardInterrupt) else EXIT_ERROR
             _fail(exc, code, expected=isinstance(exc, KeyboardInterrupt))
+        finally:
+            library_log.removeHandler(handler)
         if not standalone_mode:
             return result
         # Outside standalone mode click returns the status of an explicit Exit (or None);
@@ -175,6 +181,20 @@ class OneLineErrors(TyperGroup):
         if result == EXIT_INTERRUPTED:
             _fail(KeyboardInterrupt(), EXIT_INTERRUPTED, expected=True)
         sys.exit(result if isinstance(result, int) else 0)
+
+
+class _LogLines(logging.Handler):
+    """Library warnings and errors as ``threadkeep: warning: ...`` lines on stderr."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "error" if record.levelno >= logging.ERROR else "warning"
+        text = " ".join(record.getMessage().removeprefix(f"{_PROG}: ").split())
+        typer.echo(f"{_PROG}: {level}: {text}", err=True)
+        if record.exc_info and record.exc_info[1] is not None and _debug():
+            traceback.print_exception(record.exc_info[1], file=sys.stderr)
 
 
 def _debug() -> bool:

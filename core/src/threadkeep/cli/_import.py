@@ -2,6 +2,8 @@
 
 The format names an importer of ``threadkeep._importers.IMPORTERS``, loaded only when asked
 for. Importing the same file again changes nothing (the importers' keys are deterministic).
+Every record is read and checked before anything is written; Ctrl-C while writing says
+how much was committed (re-running the command finishes the import).
 """
 
 from __future__ import annotations
@@ -12,16 +14,38 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .._importers import IMPORTERS, Importer, ImportReport, resolve_importer
-from ._app import CliError, JsonOption, UrlOption, opened_store, print_json, run, stderr_console
+from .._importers import IMPORTERS, UNITS, Importer, ImportReport, resolve_importer
+from ._app import (
+    EXIT_USAGE,
+    CliError,
+    Interrupted,
+    JsonOption,
+    UrlOption,
+    opened_store,
+    print_json,
+    run,
+    stderr_console,
+)
 
 __all__ = ["import_file", "register"]
 
 DEFAULT_IMPORT_USER = "importer"
 """Owner of imported chats when ``--user`` is not given."""
 
+_DIRECTORY_FORMATS = frozenset({"agui"})
+"""Formats whose importer takes a directory of files as well as one file."""
 
-async def _import(path: Path, importer: Importer, user_id: str, url: str | None) -> ImportReport:
+
+class _Done:
+    """How far the writing got: ``total`` is ``None`` until everything was read and checked."""
+
+    done: int = 0
+    total: int | None = None
+
+
+async def _import(
+    path: Path, importer: Importer, user_id: str, url: str | None, state: _Done
+) -> ImportReport:
     console = stderr_console()
     columns = (
         TextColumn("[bold]importing[/] {task.description}"),
@@ -36,13 +60,20 @@ async def _import(path: Path, importer: Importer, user_id: str, url: str | None)
             task = progress.add_task(path.name, total=None)
 
             def advance(done: int, total: int) -> None:
+                state.done, state.total = done, total
                 progress.update(task, completed=done, total=total)
 
             return await importer(store, path, user_id=user_id, progress=advance)
 
 
 def import_file(
-    path: Annotated[Path, typer.Argument(help="The transcript file.", show_default=False)],
+    path: Annotated[
+        Path,
+        typer.Argument(
+            help="The transcript file (for --format agui, also a directory of streams).",
+            show_default=False,
+        ),
+    ],
     format_name: Annotated[
         str,
         typer.Option(
@@ -60,17 +91,42 @@ def import_file(
 ) -> None:
     """Import a transcript file: one chat per record, one message per entry.
 
-    Importing the same file again changes nothing. The last line reports chats, messages
-    and tool calls, created versus already present.
+    Every record is checked before anything is written: a malformed record writes nothing
+    and the error names the file and the record (and line). Importing the same file again
+    changes nothing. The last line reports chats, messages and tool calls, created versus
+    already present.
     """
     importer = resolve_importer(format_name)
-    if not path.is_file():  # checked before the store opens: a typo creates no database
-        raise CliError(f"{path}: no such file" if not path.exists() else f"{path} is not a file")
-    report = run(_import(path, importer, user, url))
+    _check_path(path, format_name)  # before the store opens: a typo creates no database
+    state = _Done()
+    try:
+        report = run(_import(path, importer, user, url, state))
+    except Interrupted as exc:
+        raise Interrupted(_interrupted(path, format_name, state)) from exc
     if as_json:
         print_json(report.as_dict())
     else:
         typer.echo(f"imported {path.name}: {report.summary()}")
+
+
+def _check_path(path: Path, format_name: str) -> None:
+    if not path.exists():
+        raise CliError(f"{path}: no such file or directory", exit_code=EXIT_USAGE)
+    if path.is_dir() and format_name not in _DIRECTORY_FORMATS:
+        msg = f"{path} is a directory; --format {format_name} imports one file at a time"
+        raise CliError(msg, exit_code=EXIT_USAGE)
+    if not path.is_dir() and not path.is_file():
+        raise CliError(f"{path} is not a regular file", exit_code=EXIT_USAGE)
+
+
+def _interrupted(path: Path, format_name: str, state: _Done) -> str:
+    if state.total is None:
+        return f"interrupted while reading {path.name}; nothing was written"
+    unit = UNITS.get(format_name, "records")
+    text = f"interrupted: {state.done:,} of {state.total:,} {unit} of {path.name} are imported"
+    if state.done < state.total:
+        text += " (the next one may be partly stored)"
+    return text + "; run the same command again to finish: what is stored already is skipped"
 
 
 def register(app: typer.Typer) -> None:
