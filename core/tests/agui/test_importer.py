@@ -48,7 +48,7 @@ async def test_every_file_shape_imports_the_same_records(store, kit, tmp_path, s
         store, path, user_id=USER, progress=lambda d, t: progress.append((d, t))
     )
     assert (report.chats_created, report.messages_created, report.tool_calls_created) == (1, 1, 1)
-    assert progress == [(1, 1)]
+    assert progress == [(0, 1), (1, 1)]
     (message,) = await kit.history(store, USER, f"agui:{path.name}:th")
     assert message.content == "Bonjour à tous \u0000 🌍"
     (call,) = message.tool_calls

@@ -23,6 +23,11 @@ Keys are deterministic, so importing again changes nothing: the chat of a run is
 ``#<name>`` for a named stream) and a run already stored in it is skipped. Events that do
 not parse (not JSON, an unknown shape, a required field missing) are skipped with a
 warning in the ``threadkeep.import`` log.
+
+Some recorders reuse an id, for example a tool call's id as its result's message id. The
+run's single batch is then refused and its messages are written one by one: the message
+whose id is taken keeps it in ``metadata["agui_id"]``. Nothing is lost; the import logs one
+warning saying so (instead of the run wrapper's "not ended in one batch").
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -92,7 +98,8 @@ async def import_agui(
             directory (every ``.json``/``.jsonl``/``.ndjson``/``.sse``/``.txt`` file in it,
             recursively, in name order).
         user_id: Owner of the imported chats.
-        progress: Called as ``progress(runs_done, runs_total)`` after each run.
+        progress: Called as ``progress(0, runs_total)`` once every file is read, then as
+            ``progress(runs_done, runs_total)`` after each run is stored.
 
     Returns:
         Counts of chats, messages and tool calls, created versus already present.
@@ -105,6 +112,8 @@ async def import_agui(
     runs = _runs(_sources(Path(path)))
     report = ImportReport()
     chats: set[str] = set()
+    if progress is not None:
+        progress(0, len(runs))  # read: writing starts
     for done, run in enumerate(runs, start=1):
         report.merge(await _import_run(store, user_id, run, chats))
         if progress is not None:
@@ -328,12 +337,80 @@ async def _import_run(store: Store, user_id: str, run: _Run, chats: set[str]) ->
     replay_input = base.model_copy(
         update={"thread_id": run.thread_key, "run_id": run.run_id, "messages": []}
     )
-    async for _event in agent.run(replay_input):
-        pass
+    with _refused_batches() as refused:
+        async for _event in agent.run(replay_input):
+            pass
     stored = await _run_messages(store, chat.chat_id, run.run_id)
+    if refused:
+        _warn_refused(run, stored, refused)
     report.messages_created += len(stored)
     report.tool_calls_created += sum(len(m.tool_calls) for m in stored)
     return report
+
+
+_BATCH_REFUSED = "not ended in one batch"
+_AGENT_LOG = logging.getLogger("threadkeep.agui")
+
+
+@dataclass
+class _Refusals:
+    """The run wrapper's "not ended in one batch" warnings, and whether errors followed."""
+
+    warnings: list[str] = field(default_factory=list)
+    errors: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.warnings)
+
+
+@contextmanager
+def _refused_batches() -> Iterator[_Refusals]:
+    """Collect (and hold back) the run wrapper's "not ended in one batch" warnings."""
+    refused = _Refusals()
+
+    def hold(record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            refused.errors += 1
+        elif record.levelno == logging.WARNING and _BATCH_REFUSED in record.getMessage():
+            refused.warnings.append(record.getMessage().removeprefix("threadkeep: "))
+            return False
+        return True
+
+    _AGENT_LOG.addFilter(hold)
+    try:
+        yield refused
+    finally:
+        _AGENT_LOG.removeFilter(hold)
+
+
+def _warn_refused(run: _Run, stored: list[Message], refused: _Refusals) -> None:
+    moved = [
+        repr(m.metadata["agui_id"])
+        for m in stored
+        if m.agui_id is None and m.metadata.get("agui_id")
+    ]
+    outcome = (
+        f"{len(stored)} of its messages are stored; see the errors above for the rest"
+        if refused.errors
+        else f"all {len(stored)} of its messages are stored"
+    )
+    if moved:
+        _log.warning(
+            "%s: run %r reuses the message id %s of an earlier message of the chat, so its "
+            "messages were written one by one and the repeated id is kept in "
+            "metadata['agui_id']; %s",
+            run.source.name,
+            run.run_id,
+            ", ".join(moved),
+            outcome,
+        )
+    else:
+        _log.warning(
+            "%s: %s; its messages were then written one by one: %s",
+            run.source.name,
+            "; ".join(refused.warnings),
+            outcome,
+        )
 
 
 async def _stored_runs(store: Store, chat_id: Any, run_id: str) -> set[str]:
