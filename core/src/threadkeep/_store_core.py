@@ -220,6 +220,15 @@ class StoreCore(DriverPrimitives):
         self._configured_secret = (
             cursor_secret.encode("utf-8") if isinstance(cursor_secret, str) else cursor_secret
         )
+        if self._configured_secret:  # refused here, not after connecting in open()
+            try:
+                CursorCodec(self._configured_secret)
+            except ValueError as exc:
+                msg = (
+                    f"cursor_secret (THREADKEEP_CURSOR_SECRET) is too short: {exc}; generate "
+                    "one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+                )
+                raise InvalidArgument(msg) from exc
         self._cursors: CursorCodec | None = None
         self._is_open = False
 

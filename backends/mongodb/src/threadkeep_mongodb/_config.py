@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, quote, unquote
+
+from pymongo import uri_parser
+from pymongo.errors import ConfigurationError
 
 from threadkeep import InvalidArgument
 
-__all__ = ["DEFAULT_DATABASE", "check_prefix", "database_name"]
+__all__ = ["DEFAULT_DATABASE", "check_prefix", "check_url", "database_name"]
 
 DEFAULT_DATABASE = "threadkeep"
 """The database used when the URL has no path (``mongodb://host/``)."""
@@ -55,3 +58,39 @@ def check_prefix(prefix: str) -> str:
     if prefix.startswith("system."):
         raise InvalidArgument("collection_prefix must not start with 'system.' (reserved)")
     return prefix
+
+
+def check_url(url: str) -> None:
+    """Check a MongoDB connection string without connecting (no DNS lookups either).
+
+    ``mongodb://`` URLs are parsed whole by PyMongo; for ``mongodb+srv://`` (whose hosts
+    come from DNS) only the query options are checked.
+
+    Raises:
+        InvalidArgument: If the port is not a number from 1 to 65535, an option is unknown
+            or has a bad value (the message names it), or PyMongo refuses the URL.
+    """
+    scheme, _, rest = url.partition("://")
+    query = rest.partition("?")[2]
+    bad = [key for key, value in parse_qsl(query, keep_blank_values=True) if _refused(key, value)]
+    if bad:
+        names = ", ".join(repr(key) for key in bad)
+        msg = (
+            f"MongoDB URL option {names} is unknown or has a bad value; see the connection "
+            "string options of the MongoDB manual (names are case-insensitive)"
+        )
+        raise InvalidArgument(msg)
+    if scheme.lower() != "mongodb":
+        return
+    try:
+        uri_parser.parse_uri(url, validate=True, warn=False)
+    except (ValueError, ConfigurationError) as exc:
+        raise InvalidArgument(f"the MongoDB URL is not valid: {exc}") from exc
+
+
+def _refused(key: str, value: str) -> bool:
+    try:
+        uri_parser.parse_uri(f"mongodb://localhost/?{quote(key)}={quote(value)}", warn=False)
+    except (ValueError, ConfigurationError):
+        return True
+    return False

@@ -17,7 +17,7 @@ from ._base import Collections
 from ._chats import MongoChatsMixin
 from ._codec import Document
 from ._commit import MongoCommitRunMixin
-from ._config import check_prefix, database_name
+from ._config import check_prefix, check_url, database_name
 from ._errors import is_duplicate_key, map_errors
 from ._messages import MongoMessagesMixin
 from ._schema import SCHEMA_VERSION, collection_names, indexes
@@ -64,7 +64,8 @@ class MongoStore(
             ``max_message_bytes``, ``message_model``, ``chat_model``).
 
     Raises:
-        InvalidArgument: If the database name or the prefix is invalid.
+        InvalidArgument: If the URL (its port, an option; see :func:`check_url`), the
+            database name or the prefix is invalid.
 
     ``capabilities`` (a class attribute) declares what the driver does on a replica set,
     where MongoDB is meant to run. When :meth:`open` finds a standalone server it shadows
@@ -98,6 +99,7 @@ class MongoStore(
         **options: Any,
     ) -> None:
         super().__init__(url, **options)
+        check_url(url)
         self.database_name = database_name(url)
         self.collection_prefix = check_prefix(collection_prefix)
         self._use_transactions = use_transactions

@@ -42,7 +42,7 @@ from threadkeep import InvalidArgument, ThreadkeepError
 from ._errors import map_native_errors
 from ._runner import Compiled, PgRunner, Runner
 
-__all__ = ["SCHEMES", "Database", "Dialect", "normalize_url"]
+__all__ = ["POSTGRES_QUERY_KEYS", "SCHEMES", "Database", "Dialect", "normalize_url"]
 
 Dialect = Literal["postgresql", "sqlite"]
 
@@ -63,11 +63,40 @@ _REPORTED = (asyncpg.PostgresError, SQLAlchemyError, ThreadkeepError)
 """Errors after which a connection is still in a known state."""
 
 
+POSTGRES_QUERY_KEYS = frozenset(
+    {
+        "schema",  # threadkeep's own: the PostgreSQL schema (see SqlStore)
+        "host",  # SQLAlchemy: several hosts
+        "port",
+        "prepared_statement_cache_size",  # SQLAlchemy's asyncpg dialect
+        # asyncpg.connect keyword arguments that can be given as text:
+        "passfile",
+        "service",
+        "servicefile",
+        "timeout",
+        "statement_cache_size",
+        "max_cached_statement_lifetime",
+        "max_cacheable_statement_size",
+        "command_timeout",
+        "ssl",
+        "direct_tls",
+        "target_session_attrs",
+        "krbsrvname",
+        "gsslib",
+    }
+)
+"""The ``?key=value`` query parameters a ``postgresql+asyncpg://`` URL may carry."""
+
+_QUERY_HINTS = {"sslmode": "ssl (for example ?ssl=require)", "search_path": "schema"}
+
+
 def normalize_url(url: str) -> URL:
     """Parse a store URL and pin the async driver (``sqlite`` -> ``sqlite+aiosqlite``...).
 
     Raises:
-        InvalidArgument: If the URL cannot be parsed or its scheme is not served here.
+        InvalidArgument: If the URL cannot be parsed, its scheme is not served here, its
+            port is not a number from 1 to 65535, or a PostgreSQL URL has a query
+            parameter outside :data:`POSTGRES_QUERY_KEYS`; the message names the part.
     """
     scheme = url.partition("://")[0].lower()
     if scheme not in SCHEMES:
@@ -75,9 +104,37 @@ def normalize_url(url: str) -> URL:
         raise InvalidArgument(msg)
     try:
         parsed = make_url(url)
+    except ValueError as exc:  # a port that is not a number
+        port = _port_text(url)
+        msg = f"the port {port!r} in the store URL is not a number; give 1 to 65535"
+        raise InvalidArgument(msg) from exc
     except ArgumentError as exc:
         raise InvalidArgument(f"cannot parse store URL: {exc}") from exc
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        msg = f"the port {parsed.port} in the store URL is out of range; give 1 to 65535"
+        raise InvalidArgument(msg)
+    if parsed.get_backend_name() == "postgresql":
+        _check_postgres_query(parsed)
     return parsed.set(drivername=SCHEMES[scheme])
+
+
+def _port_text(url: str) -> str:
+    netloc = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0]
+    return netloc.rpartition("@")[2].rpartition(":")[2]
+
+
+def _check_postgres_query(url: URL) -> None:
+    unknown = sorted(set(url.query) - POSTGRES_QUERY_KEYS)
+    if not unknown:
+        return
+    hints = [f"use {_QUERY_HINTS[key]} instead of {key}" for key in unknown if key in _QUERY_HINTS]
+    msg = (
+        f"unknown query parameter{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(repr(k) for k in unknown)} in the PostgreSQL store URL"
+        + (f" ({'; '.join(hints)})" if hints else "")
+        + f"; known: {', '.join(sorted(POSTGRES_QUERY_KEYS))}"
+    )
+    raise InvalidArgument(msg)
 
 
 def _is_memory(url: URL) -> bool:

@@ -9,7 +9,7 @@ flag: its ``archive_ref`` names the bundle (docs/archive.md).
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -49,13 +49,21 @@ def parse_duration(text: str) -> timedelta:
     """Parse ``30d``, ``12h``, ``90m``, ``45s`` or ``2w`` into a ``timedelta``.
 
     Raises:
-        typer.BadParameter: If ``text`` is not a number followed by one of s, m, h, d, w.
+        typer.BadParameter: If ``text`` is not a number followed by one of s, m, h, d, w,
+            or reaches back before the year 1.
     """
     match = _DURATION.match(text)
     if match is None:
         msg = f"{text!r} is not a duration like 30d, 12h, 90m, 45s or 2w"
         raise typer.BadParameter(msg)
-    return timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        duration = timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+        datetime.now(UTC) - duration  # the cut-off must be a representable time
+    except OverflowError as exc:
+        longest = (datetime.now(UTC) - datetime.min.replace(tzinfo=UTC)).days
+        msg = f"{text!r} is too long a duration; at most {longest:,}d (back to year 1)"
+        raise typer.BadParameter(msg) from exc
+    return duration
 
 
 def archive(

@@ -1,0 +1,51 @@
+"""Bad URLs and configuration fail before any connection, as one line with exit status 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from threadkeep import InvalidArgument, open_store
+
+PG = "postgresql+asyncpg://tk:pw@127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    ("url", "needles"),
+    [
+        (f"{PG}:99999/db", ("port 99999", "1 to 65535")),
+        (f"{PG}:0/db", ("port 0", "out of range")),
+        (f"{PG}:abc/db", ("port 'abc'", "not a number")),
+        (f"{PG}/db?foo=bar", ("unknown query parameter 'foo'", "known: ", "schema")),
+        (f"{PG}/db?sslmode=require", ("'sslmode'", "use ssl (for example ?ssl=require)")),
+        ("mongodb://127.0.0.1:99999/x", ("MongoDB URL", "Port")),
+        ("mongodb://127.0.0.1:abc/x", ("MongoDB URL", "Port")),
+        ("mongodb://127.0.0.1/x?foo=bar", ("MongoDB URL option 'foo'",)),
+        ("mongodb+srv://cluster.example/x?maxPoolSize=many", ("'maxPoolSize'",)),
+    ],
+)
+def test_bad_store_urls(cli, url, needles):
+    result = cli("chats", "--url", url)
+    cli.one_line_error(result, *needles)
+    assert result.exit_code == 2
+
+
+def test_known_postgres_query_parameters_pass_validation():
+    store = open_store(f"{PG}:5432/db?schema=app&ssl=disable&command_timeout=5")
+    assert store.url.endswith("command_timeout=5")
+
+
+def test_a_short_cursor_secret_is_refused_before_connecting(cli, sqlite_url, tmp_path):
+    result = cli("chats", "--url", sqlite_url, env={"THREADKEEP_CURSOR_SECRET": "short"})
+    cli.one_line_error(result, "cursor_secret", "THREADKEEP_CURSOR_SECRET", "16 bytes")
+    assert result.exit_code == 2
+    assert not (tmp_path / "threadkeep-test.db").exists()  # refused before opening
+    with pytest.raises(InvalidArgument, match="too short"):
+        open_store("memory://", cursor_secret=b"0123456789")
+
+
+@pytest.mark.parametrize("duration", ["99999999999d", "999999d", "99999999999w"])
+def test_a_duration_beyond_year_one_is_a_usage_error(cli, memory_url, tmp_path, duration):
+    archive = (tmp_path / "archive").as_uri()
+    result = cli("archive", "--older-than", duration, "--url", memory_url, "--archive-url", archive)
+    cli.one_line_error(result, repr(duration), "too long a duration", "at most")
+    assert result.exit_code == 2
