@@ -10,7 +10,7 @@ all of them; the contract suite checks drivers against the rules their docstring
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from uuid import UUID
 
 from ._archive._objects import ObjectInfo
@@ -105,7 +105,7 @@ class MessageRepository(Protocol):
         """Return the chat's visible message with this client id, or ``None``."""
         ...
 
-    async def update_message(self, message_id: UUID, **changes: Any) -> Message:
+    async def update_message(self, message_id: UUID, /, **changes: Any) -> Message:
         """Change fields of a visible message (compare-and-set on its revision)."""
         ...
 
@@ -117,7 +117,7 @@ class MessageRepository(Protocol):
         """Append a tool call to a message; idempotent on its ``agui_id``."""
         ...
 
-    async def update_tool_call(self, tool_call_id: UUID, **changes: Any) -> ToolCall:
+    async def update_tool_call(self, tool_call_id: UUID, /, **changes: Any) -> ToolCall:
         """Change a tool call; raise ``MessageNotFound`` if no visible message holds it."""
         ...
 
@@ -129,7 +129,7 @@ class MessageRepository(Protocol):
         """Append a reasoning to a message; idempotent on its ``agui_id``."""
         ...
 
-    async def update_reasoning(self, reasoning_id: UUID, **changes: Any) -> Reasoning:
+    async def update_reasoning(self, reasoning_id: UUID, /, **changes: Any) -> Reasoning:
         """Change a reasoning; raise ``MessageNotFound`` if no visible message holds it."""
         ...
 
@@ -283,3 +283,11 @@ class ArchiveStore(Protocol):
     def list(self, prefix: str = "") -> AsyncIterator[ObjectInfo]:
         """Yield every object whose key starts with ``prefix``, in key order."""
         ...
+
+
+if TYPE_CHECKING:
+    from ._store import Store
+
+    def _store_satisfies_the_protocols(store: Store) -> tuple[StoreLike, RunRepository]:
+        # Checked by mypy only: a Store signature drifting from a protocol fails type checks.
+        return store, store
