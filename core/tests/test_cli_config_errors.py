@@ -49,3 +49,33 @@ def test_a_duration_beyond_year_one_is_a_usage_error(cli, memory_url, tmp_path, 
     result = cli("archive", "--older-than", duration, "--url", memory_url, "--archive-url", archive)
     cli.one_line_error(result, repr(duration), "too long a duration", "at most")
     assert result.exit_code == 2
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/prefix", "file:///var/archive"])
+def test_an_archive_url_given_as_the_store(cli, url):
+    result = cli("chats", "--url", url)
+    cli.one_line_error(result, f"{url!r} is an archive URL", "--archive-url", "--url")
+    assert result.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("archive_url", "needles"),
+    [
+        ("sqlite+aiosqlite:///./x.db", ("is a store URL, not an archive URL", "file:///")),
+        ("postgresql+asyncpg://u:secret@h/db", ("'postgresql+asyncpg://u:***@h/db'",)),
+        ("relative/folder", ("not an archive URL", "for this folder write file:///")),
+    ],
+)
+def test_a_wrong_archive_url_explains_the_forms(cli, memory_url, archive_url, needles):
+    result = cli("archive", "--older-than", "0d", "--url", memory_url, "--archive-url", archive_url)
+    line = cli.one_line_error(result, *needles, "s3://bucket/prefix")
+    assert "secret" not in line
+    assert result.exit_code == 2
+
+
+def test_sqlite_paths_that_are_not_databases(cli, tmp_path):
+    (tmp_path / "notes.txt").write_text("not a database")
+    for path, needle in [(tmp_path, "is a directory"), (tmp_path / "notes.txt", "not a SQLite")]:
+        result = cli("chats", "--url", f"sqlite+aiosqlite:///{path}")
+        cli.one_line_error(result, needle)
+        assert result.exit_code == 2

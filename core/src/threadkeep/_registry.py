@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ._errors import InvalidArgument, UnknownDriver
@@ -19,11 +20,13 @@ if TYPE_CHECKING:
     from ._store import Store
 
 __all__ = [
+    "ARCHIVE_SCHEMES",
     "KNOWN_SCHEMES",
     "archive_class_for",
     "driver_class_for",
     "installed_archive_schemes",
     "installed_schemes",
+    "mask_url",
     "open_store",
     "url_scheme",
 ]
@@ -116,17 +119,46 @@ def _unknown(scheme: str, installed: list[str], what: str) -> UnknownDriver:
     return UnknownDriver("; ".join(parts))
 
 
+ARCHIVE_SCHEMES = frozenset({"file", "s3"})
+"""Schemes of the archive targets this project ships (``file:///path``, ``s3://bucket/prefix``)."""
+
+_ARCHIVE_FORMS = (
+    "archive URLs are file:///absolute/folder (a local folder) or s3://bucket/prefix "
+    "(S3-compatible storage, with threadkeep-s3)"
+)
+
+
+def mask_url(url: str) -> str:
+    """Return ``url`` with the password of ``user:password@`` replaced by ``***`` (for messages)."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, host = netloc.rpartition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    user = userinfo.partition(":")[0]
+    return f"{scheme}://{user}:***@{host}{slash}{tail}"
+
+
 def driver_class_for(url: str) -> type[Store]:
     """Return the store class serving ``url``'s scheme.
 
     Raises:
         InvalidArgument: If ``url`` is not a URL.
         UnknownDriver: If no installed driver serves the scheme; the message names the
-            installed schemes and the package that would add it.
+            installed schemes and the package that would add it, or says that an archive
+            URL (``file://``, ``s3://``) was given where a store URL belongs.
     """
     scheme = url_scheme(url)
     classes = _classes_by_scheme("threadkeep_drivers", scheme)
     if scheme not in classes:
+        if scheme in ARCHIVE_SCHEMES or scheme in installed_archive_schemes():
+            msg = (
+                f"{mask_url(url)!r} is an archive URL (cold storage for idle chats), not a store "
+                "URL; give it as --archive-url (THREADKEEP_ARCHIVE_URL, archive_url in the "
+                "settings file) and give the store as --url, for example "
+                "sqlite+aiosqlite:///./threadkeep.db"
+            )
+            raise UnknownDriver(msg)
         raise _unknown(scheme, installed_schemes(), "driver")
     return classes[scheme]
 
@@ -135,11 +167,27 @@ def archive_class_for(url: str) -> type[Any]:
     """Return the archive store class serving ``url``'s scheme (``file``, ``s3``...).
 
     Raises:
-        UnknownDriver: As :func:`driver_class_for`, for archive drivers.
+        InvalidArgument: If ``url`` is not a URL (the message shows the archive URL forms).
+        UnknownDriver: As :func:`driver_class_for`, for archive drivers; a store URL given
+            as an archive URL is named as such.
     """
-    scheme = url_scheme(url)
+    try:
+        scheme = url_scheme(url)
+    except InvalidArgument as exc:
+        looks_like_a_path = bool(url) and ":" not in url
+        hint = (
+            f"; for this folder write {Path(url).absolute().as_uri()}" if looks_like_a_path else ""
+        )
+        msg = f"{url!r} is not an archive URL: {_ARCHIVE_FORMS}{hint}"
+        raise InvalidArgument(msg) from exc
     classes = _classes_by_scheme("threadkeep_archives", scheme)
     if scheme not in classes:
+        if scheme not in ARCHIVE_SCHEMES and scheme in installed_schemes():
+            msg = (
+                f"{mask_url(url)!r} is a store URL, not an archive URL (where idle chats go); "
+                f"{_ARCHIVE_FORMS}"
+            )
+            raise UnknownDriver(msg)
         raise _unknown(scheme, installed_archive_schemes(), "archive driver")
     return classes[scheme]
 

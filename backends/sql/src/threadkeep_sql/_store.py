@@ -29,6 +29,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, ClassVar
 
+import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -39,20 +40,69 @@ from ._archive import ArchiveMixin
 from ._chats import ChatsMixin
 from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
+from ._errors import _chain
 from ._messages import _last_messages_statement
 from ._migrate import upgrade_to_head
 
 __all__ = ["SqlStore"]
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
 def _require_folder(database: str | None) -> None:
-    """Fail clearly when a SQLite file's folder is missing (sqlite3 says only "unable to open")."""
+    """Fail clearly on a SQLite path sqlite3 would refuse with "unable to open" or "not a database".
+
+    Raises:
+        BackendUnavailable: If the file's folder does not exist.
+        InvalidArgument: If the path is a directory, or a non-empty file that is not SQLite.
+    """
     if database in (None, "", ":memory:"):
         return
-    folder = Path(str(database)).expanduser().absolute().parent
+    path = Path(str(database)).expanduser().absolute()
+    if path.is_dir():
+        msg = (
+            f"the SQLite path {database!r} is a directory; name a file in it, for example "
+            f"sqlite+aiosqlite:///{path / 'threadkeep.db'}"
+        )
+        raise InvalidArgument(msg)
+    if path.is_file():
+        with path.open("rb") as file:
+            header = file.read(len(_SQLITE_HEADER))
+        if header and header != _SQLITE_HEADER:
+            msg = (
+                f"{database!r} is not a SQLite database (it exists and holds something else); "
+                "point the URL at a threadkeep SQLite file or at a path that does not exist yet"
+            )
+            raise InvalidArgument(msg)
+    folder = path.parent
     if not folder.is_dir():
         msg = f"cannot open SQLite file {database!r}: folder {folder} does not exist"
         raise BackendUnavailable(msg + "; create it or choose another path")
+
+
+def _login_problem(exc: BaseException, url: URL) -> str | None:
+    """Say what PostgreSQL refused at login (wrong password, unknown role or database)."""
+    where = f"{url.host or 'localhost'}:{url.port or 5432}"
+    for item in _chain(exc):
+        if isinstance(item, asyncpg.InvalidCatalogNameError):
+            return (
+                f"PostgreSQL database {url.database!r} does not exist on {where}; create it "
+                f"(createdb {url.database} or CREATE DATABASE) or fix the database in the URL"
+            )
+        if isinstance(item, asyncpg.InvalidPasswordError):
+            return (
+                f"PostgreSQL refused the login of user {url.username!r} on {where} (wrong "
+                "password, or no such user); fix the user or password in the URL "
+                "(percent-encode special characters)"
+            )
+        if isinstance(item, asyncpg.InvalidAuthorizationSpecificationError):
+            return (
+                f"PostgreSQL refused user {url.username!r} for database {url.database!r} on "
+                f"{where} ({str(item).strip()}); fix the user in the URL or the server's "
+                "roles and pg_hba.conf"
+            )
+    return None
 
 
 _SCHEMA_EXISTS = sa.text("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = :name)")
@@ -127,6 +177,12 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
                 if self._schema is not None:
                     await _require_schema(conn, self._schema)
                 await conn.run_sync(upgrade_to_head)
+        except BackendUnavailable as exc:
+            await self._db.dispose()
+            problem = _login_problem(exc, self._sa_url)
+            if problem is None:
+                raise
+            raise BackendUnavailable(problem) from exc
         except BaseException:
             await self._db.dispose()
             raise

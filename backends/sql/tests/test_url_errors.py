@@ -1,0 +1,54 @@
+"""What a wrong SQLite path or a refused PostgreSQL login says (no raw driver errors)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from threadkeep import BackendUnavailable, InvalidArgument
+from threadkeep_sql import SqlStore
+
+
+def postgres_url() -> str:
+    url = os.environ.get("THREADKEEP_TEST_POSTGRES_URL")
+    if not url:
+        if os.environ.get("THREADKEEP_REQUIRE_SERVICES") == "1":
+            pytest.fail("THREADKEEP_TEST_POSTGRES_URL is not set and THREADKEEP_REQUIRE_SERVICES=1")
+        pytest.skip("THREADKEEP_TEST_POSTGRES_URL is not set (bash .ci/services/postgres.sh start)")
+    return url
+
+
+async def test_a_sqlite_path_that_is_a_directory(tmp_path):
+    with pytest.raises(InvalidArgument, match="is a directory; name a file in it"):
+        await SqlStore(f"sqlite+aiosqlite:///{tmp_path}").open()
+
+
+async def test_a_sqlite_path_that_is_not_a_database(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello, not a database\n")
+    with pytest.raises(InvalidArgument, match="is not a SQLite database"):
+        await SqlStore(f"sqlite+aiosqlite:///{path}").open()
+    assert path.read_text() == "hello, not a database\n"  # left untouched
+
+
+async def test_an_empty_file_becomes_a_database(tmp_path):
+    path = tmp_path / "empty.db"
+    path.touch()
+    async with SqlStore(f"sqlite+aiosqlite:///{path}") as store:
+        assert store.is_open
+
+
+async def test_a_wrong_password_names_the_user_and_server():
+    url = make_url(postgres_url()).set(password="certainly-not-the-password")
+    text = url.render_as_string(hide_password=False)
+    with pytest.raises(BackendUnavailable, match=f"login of user '{url.username}'") as caught:
+        await SqlStore(text).open()
+    assert "certainly-not-the-password" not in str(caught.value)
+
+
+async def test_a_missing_database_is_named():
+    url = make_url(postgres_url()).set(database="tk_no_such_database")
+    with pytest.raises(BackendUnavailable, match="database 'tk_no_such_database' does not exist"):
+        await SqlStore(url.render_as_string(hide_password=False)).open()
