@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from ag_ui.core import BaseEvent
 
 from .._models import Message, MessageStatus, Reasoning, Role, ToolCall
-from ._state import FoldState, Record
+from ._state import REUSED_ID_NOTE, FoldState, Record
 
 __all__ = ["FoldBase"]
 
@@ -130,9 +130,22 @@ class FoldBase:
         """Return the run's record for ``agui_id``, or start one.
 
         A record of that id that ended is reopened, or with ``reopen=False`` a new record
-        starts (an id used again, as by a ``TEXT_MESSAGE_START``). A new record is written at
-        once under the ``incremental`` policy (a boundary), unless ``write`` is false (the
-        caller fills it and ends it first).
+        starts (an id used again, as by a ``TEXT_MESSAGE_START``): that record stores
+        ``"<id>#<n>"`` as its ``agui_id`` and the id in ``metadata["agui_id"]`` (see
+        ``FoldState.run_agui_id``). A new record is written at once under the
+        ``incremental`` policy (a boundary), unless ``write`` is false (the caller fills it
+        and ends it first).
+
+        Args:
+            state: The run's fold state.
+            agui_id: The AG-UI message id, or ``None`` (a record the fold names itself).
+            role: The role of a new record.
+            tool_host: Whether a new record is opened to hold tool calls.
+            write: Whether a new record is written now (``incremental``).
+            reopen: Whether an ended record of that id is reopened (else a new one starts).
+
+        Returns:
+            The record.
         """
         record = state.record_for(agui_id)
         if record is not None and (record.open or reopen):
@@ -141,9 +154,12 @@ class FoldBase:
                 record.message.status = MessageStatus.ACTIVE
                 record.message.in_progress = True
             return record
-        message = self.build_message_create(state, agui_id=agui_id, role=role)
+        stored_id = state.run_agui_id(agui_id)
+        message = self.build_message_create(state, agui_id=stored_id, role=role)
+        if stored_id != (agui_id or None):
+            message.metadata = {**message.metadata, REUSED_ID_NOTE: agui_id}
         record = Record(message=message, key=state.new_key(agui_id), tool_host=tool_host)
-        state.add_record(record)
+        state.add_record(record, agui_id)
         if write:
             await state.writer.record_boundary(state, record)
         return record

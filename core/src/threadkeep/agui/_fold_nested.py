@@ -66,7 +66,11 @@ class NestedHandlers(FoldBase):
         """
         if isinstance(event, ToolCallStartEvent):
             await self.start_tool_call(
-                state, event.tool_call_id, event.tool_call_name, event.parent_message_id
+                state,
+                event.tool_call_id,
+                event.tool_call_name,
+                event.parent_message_id,
+                start=True,
             )
         elif isinstance(event, ToolCallArgsEvent):
             await self.append_tool_args(state, event.tool_call_id, event.delta)
@@ -78,12 +82,36 @@ class NestedHandlers(FoldBase):
             await self.fold_tool_chunk(state, event)
 
     async def start_tool_call(
-        self, state: FoldState, agui_id: str, name: str, parent_id: str | None
+        self,
+        state: FoldState,
+        agui_id: str,
+        name: str,
+        parent_id: str | None,
+        *,
+        start: bool = False,
     ) -> tuple[Record, UUID]:
-        """Open a tool call (or return the run's call with this id) in its host message."""
+        """Open a tool call (or return the run's call with this id) in its host message.
+
+        A start for an id whose call ended begins a new call (a model turn numbering its
+        calls ``call_0``, ``call_1``... again): the new call keeps the id, later events
+        of the id go to it. Without ``start`` (an arguments delta or an end) the run's call
+        with this id is returned, ended or not.
+
+        Args:
+            state: The run's fold state.
+            agui_id: The AG-UI tool call id.
+            name: The tool's name (for a new call).
+            parent_id: The AG-UI id of the message the call belongs in, if named.
+            start: The event starts a call (``TOOL_CALL_START``, a chunk opening a call).
+
+        Returns:
+            ``(host record, tool_call_id)``.
+        """
         if agui_id in state.tool_hosts:
             key, call_id = state.tool_hosts[agui_id]
-            return state.records[key], call_id
+            known = state.records[key]
+            if not start or known.tool_call(call_id).status is MessageStatus.ACTIVE:
+                return known, call_id
         host = await self.tool_host(state, parent_id)
         call = self.build_tool_call_create(state, agui_id=agui_id, name=name)
         host.message.tool_calls = [*host.message.tool_calls, call]
@@ -128,8 +156,9 @@ class NestedHandlers(FoldBase):
 
     async def store_tool_result(self, state: FoldState, event: ToolCallResultEvent) -> None:
         """Store a tool result as a ``tool`` message answering ``event.tool_call_id``."""
+        # A result is a whole message: an id used again (a later turn's result) is a new one.
         record = await self.open_record(
-            state, agui_id=event.message_id, role=Role.TOOL, write=False
+            state, agui_id=event.message_id, role=Role.TOOL, write=False, reopen=False
         )
         text, parts = parts_from_agui(event.content)
         record.content = TextBuffer(text)
@@ -146,9 +175,11 @@ class NestedHandlers(FoldBase):
             return
         if state.tool_chunk is not None and agui_id != state.tool_chunk:
             await self.end_tool_call(state, state.tool_chunk)
+        # The first chunk of a call names the tool: with an id whose call ended, a new call.
+        starts = agui_id != state.tool_chunk and bool(event.tool_call_name)
         state.tool_chunk = agui_id
         await self.start_tool_call(
-            state, agui_id, event.tool_call_name or "", event.parent_message_id
+            state, agui_id, event.tool_call_name or "", event.parent_message_id, start=starts
         )
         if event.delta:
             await self.append_tool_args(state, agui_id, event.delta)

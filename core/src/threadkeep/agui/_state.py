@@ -19,10 +19,13 @@ from ._text import TextBuffer, repair_surrogates
 if TYPE_CHECKING:
     from ._writers import RunWriter
 
-__all__ = ["SURROGATES_NOTE", "FoldState", "Record"]
+__all__ = ["REUSED_ID_NOTE", "SURROGATES_NOTE", "FoldState", "Record"]
 
 SURROGATES_NOTE = "replaced_surrogates"
 """``Message.metadata`` key counting lone surrogates replaced with U+FFFD in streamed text."""
+
+REUSED_ID_NOTE = "agui_id"
+"""``Message.metadata`` key keeping an AG-UI id the message could not store as its ``agui_id``."""
 
 
 @dataclass(eq=False)
@@ -134,6 +137,7 @@ class FoldState:
     error: str | None = None
     run_metadata: dict[str, Any] = field(default_factory=dict)
     event_timestamp: int | None = None
+    agui_uses: dict[str, int] = field(default_factory=dict)
     _keys: itertools.count[int] = field(default_factory=itertools.count)
 
     def new_key(self, agui_id: str | None) -> str:
@@ -142,11 +146,40 @@ class FoldState:
             return agui_id
         return f"\x00{next(self._keys)}"
 
-    def add_record(self, record: Record) -> None:
-        """Keep a new record; its AG-UI id now names it (a reused id names the newest)."""
+    def run_agui_id(self, agui_id: str | None) -> str | None:
+        """Return the ``agui_id`` a new record of the run stores for an AG-UI id.
+
+        The first record of the run with an id stores the id itself. A record started for
+        an id an earlier record of the run already used (a message id reused after its
+        message ended, a tool result id repeated by a later model turn) stores
+        ``"<id>#<n>"``, ``n`` counting the id's uses in the run (2, 3, ...): unique in the
+        run, so the run's batch is not refused, and the same every time the same events are
+        folded, so a replay dedups on it. The caller keeps the id itself in
+        ``metadata["agui_id"]``.
+
+        Args:
+            agui_id: The AG-UI id of the event, or ``None``.
+
+        Returns:
+            The id to store, or ``None`` for ``None`` (or empty).
+        """
+        if not agui_id:
+            return None
+        uses = self.agui_uses.get(agui_id, 0) + 1
+        self.agui_uses[agui_id] = uses
+        return agui_id if uses == 1 else f"{agui_id}#{uses}"
+
+    def add_record(self, record: Record, agui_id: str | None = None) -> None:
+        """Keep a new record; ``agui_id`` now names it (a reused id names the newest).
+
+        Args:
+            record: The new record.
+            agui_id: The AG-UI id events use for it (default: its ``message.agui_id``).
+        """
         self.records[record.key] = record
-        if record.message.agui_id:
-            self.aliases[record.message.agui_id] = record.key
+        name = agui_id or record.message.agui_id
+        if name:
+            self.aliases[name] = record.key
 
     def record_for(self, agui_id: str | None) -> Record | None:
         """Return the newest record of the run with this AG-UI id, or ``None``."""

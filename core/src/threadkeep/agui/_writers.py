@@ -139,7 +139,8 @@ class RunWriter(ABC):
     def move_agui_id(record: Record) -> None:
         """Keep the record's AG-UI id in ``metadata["agui_id"]`` and clear ``agui_id``."""
         message = record.message
-        message.metadata = {**message.metadata, "agui_id": message.agui_id}
+        # A record already naming its client id there (a reused id, "<id>#<n>") keeps it.
+        message.metadata = {"agui_id": message.agui_id, **message.metadata}
         message.agui_id = None
 
 
