@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from threadkeep import DEFAULT_URL, load_settings
+from threadkeep import DEFAULT_URL, InvalidArgument, load_settings
 
 
 def write_toml(path: Path, url: str) -> Path:
@@ -67,3 +67,47 @@ def test_cli_url_follows_the_same_precedence(cli, memory_url: str, monkeypatch):
 def test_cli_reports_a_broken_settings_file(cli):
     (Path.cwd() / "threadkeep.toml").write_text("url = [unclosed\n")
     cli.one_line_error(cli("stats"), "settings")
+
+
+def test_a_named_settings_file_must_exist(isolated_settings: Path, monkeypatch):
+    monkeypatch.setenv("THREADKEEP_CONFIG", str(isolated_settings / "missing.toml"))
+    with pytest.raises(InvalidArgument, match=r"missing\.toml \(from THREADKEEP_CONFIG\) does not"):
+        load_settings()
+
+
+def test_unknown_keys_are_named_with_the_valid_ones(isolated_settings: Path):
+    (isolated_settings / "threadkeep.toml").write_text('url = "memory://x"\nurll = "memory://y"\n')
+    with pytest.raises(InvalidArgument) as caught:
+        load_settings()
+    assert str(caught.value) == (
+        "settings file threadkeep.toml: unknown key 'urll' (did you mean 'url'?); "
+        "valid keys: archive_url, cursor_secret, url"
+    )
+
+
+def test_malformed_toml_names_the_file_and_line(isolated_settings: Path):
+    (isolated_settings / "threadkeep.toml").write_text('url = "memory://x"\narchive_url = x\n')
+    with pytest.raises(InvalidArgument, match=r"threadkeep\.toml is not valid TOML: .*line 2"):
+        load_settings()
+
+
+def test_a_value_of_the_wrong_type_names_the_key(isolated_settings: Path):
+    (isolated_settings / "threadkeep.toml").write_text("url = 5\n")
+    with pytest.raises(InvalidArgument, match=r"invalid setting 'url' .*threadkeep\.toml"):
+        load_settings()
+
+
+@pytest.mark.parametrize(
+    ("content", "needles"),
+    [
+        ("urll = 'x'\n", ("unknown key 'urll'", "valid keys: archive_url, cursor_secret, url")),
+        ("url = [\n", ("not valid TOML", "line 1")),
+    ],
+)
+def test_cli_settings_errors_are_one_line_with_exit_2(cli, content, needles):
+    (Path.cwd() / "threadkeep.toml").write_text(content)
+    result = cli("stats")
+    cli.one_line_error(result, "threadkeep.toml", *needles)
+    assert result.exit_code == 2
+    named = cli("stats", env={"THREADKEEP_CONFIG": "nowhere.toml"})
+    cli.one_line_error(named, "nowhere.toml (from THREADKEEP_CONFIG) does not exist")

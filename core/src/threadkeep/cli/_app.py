@@ -26,7 +26,6 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from typer.core import TyperGroup
 
@@ -272,16 +271,10 @@ def resolve_url(url: str | None) -> str:
     option), else ``THREADKEEP_URL``, else the settings file, else the embedded SQLite file.
 
     Raises:
-        CliError: If the settings file cannot be read or does not validate.
+        InvalidArgument: If the settings file is missing (when named by
+            ``THREADKEEP_CONFIG``), malformed, or holds an unknown key or a bad value.
     """
-    try:
-        return load_settings(url=url).url
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "settings"
-        raise CliError(f"invalid settings ({where}): {first['msg']}") from exc
-    except (OSError, ValueError) as exc:
-        raise CliError(f"cannot read the settings file: {exc}") from exc
+    return load_settings(url=url).url
 
 
 @asynccontextmanager
@@ -291,7 +284,7 @@ async def opened_store(url: str | None) -> AsyncIterator[Store]:
     Raises:
         UnknownDriver: If no installed driver serves the URL's scheme.
         BackendUnavailable: If the backend cannot be reached.
-        CliError: If the settings are unreadable.
+        InvalidArgument: If the URL or the settings are invalid.
     """
     async with open_store(resolve_url(url)) as store:
         yield store
