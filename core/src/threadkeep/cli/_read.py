@@ -8,6 +8,7 @@ page printed to walk to older items. ``--json`` prints
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -16,6 +17,7 @@ from rich.text import Text
 
 from .._models import ChatStatus, MessageKind
 from .._paging import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, ChatFilter, MessageFilter, Page
+from .._registry import mask_url
 from .._store import Store
 from ._app import (
     CursorOption,
@@ -25,12 +27,13 @@ from ._app import (
     UserOption,
     opened_store,
     print_json,
+    resolve_url,
     run,
     stdout_console,
 )
 from ._render import chats_table, message_panel
 
-__all__ = ["chats", "count_store", "history", "register", "stats"]
+__all__ = ["chats", "count_store", "history", "more_hint", "register", "stats"]
 
 _ONLY_MESSAGES = MessageFilter(kinds=frozenset({MessageKind.MESSAGE}))
 
@@ -43,10 +46,21 @@ def _page_json(page: Page[Any]) -> dict[str, Any]:
     }
 
 
-def _more_hint(command: str, page: Page[Any]) -> Text:
-    if not page.has_more:
+def more_hint(command: list[str], page: Page[Any], *, url: str | None, limit: int) -> Text:
+    """Return the line under a page: the command for the next (older) page, ready to paste.
+
+    The command repeats ``command`` (the command and the options its cursor is bound to),
+    ``--url`` (the resolved store URL, its password masked) and ``--limit``.
+    """
+    if not page.has_more or page.next_cursor is None:
         return Text("(no older items)", style="dim")
-    return Text(f"older: {command} --cursor {page.next_cursor}", style="dim")
+    store_url = resolve_url(url)
+    shown = mask_url(store_url)
+    words = ["threadkeep", *command, "--url", shown, "--limit", str(limit)]
+    line = f"older: {shlex.join([*words, '--cursor', page.next_cursor])}"
+    if shown != store_url:
+        line += "  (password hidden: put it back in place of ***)"
+    return Text(line, style="dim")
 
 
 def chats(
@@ -68,9 +82,9 @@ def chats(
         return
     console = stdout_console()
     console.print(chats_table(page.items))
-    console.print(
-        _more_hint("threadkeep chats", page), soft_wrap=True
-    )  # the cursor must stay copyable
+    command = ["chats", *(["--user", user] if user is not None else [])]
+    # soft_wrap: the command must stay copyable
+    console.print(more_hint(command, page, url=url, limit=limit), soft_wrap=True)
 
 
 def history(
@@ -93,9 +107,8 @@ def history(
     console = stdout_console()
     for message in page.items:
         console.print(message_panel(message))
-    console.print(
-        _more_hint(f"threadkeep history {chat_id}", page), soft_wrap=True
-    )  # the cursor must stay copyable
+    hint = more_hint(["history", str(chat_id)], page, url=url, limit=limit)
+    console.print(hint, soft_wrap=True)  # soft_wrap: the command must stay copyable
 
 
 async def count_store(store: Store, chat_filter: ChatFilter | None = None) -> dict[str, int]:
