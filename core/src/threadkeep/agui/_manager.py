@@ -59,6 +59,8 @@ class RunHandle:
         self._queue: asyncio.Queue[BaseEvent | _Done] = asyncio.Queue()
         self._producer: asyncio.Task[None] | None = None
         self._terminal_sent = False
+        self._closed = False
+        self._release: Callable[[], None] | None = None
 
     async def events(self) -> AsyncIterator[BaseEvent]:
         """Yield the run's events in order, ending after its terminal event.
@@ -83,7 +85,11 @@ class RunHandle:
         return self._producer.cancel()
 
     async def wait(self) -> None:
-        """Wait until the run has ended and everything of it is stored. Never raises."""
+        """Wait until the run has ended and everything of it is stored. Never raises.
+
+        When it returns the run is no longer registered with its :class:`RunManager`, so
+        the same ``(thread_id, run_id)`` may be run again at once.
+        """
         if self._producer is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.shield(self._producer)
@@ -91,6 +97,8 @@ class RunHandle:
         if persistence is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.shield(persistence)
+        if self.done and self._release is not None:
+            self._release()
 
     @property
     def done(self) -> bool:
@@ -122,7 +130,31 @@ class RunHandle:
                 message = f"the agent failed: {type(exc).__name__}: {exc}"
                 self._forward(RunErrorEvent(message=message, code="INTERNAL_ERROR"))
         finally:
+            self._close()
+
+    def _close(self) -> None:
+        """End the client's stream (once): the producer finished, or never started."""
+        if not self._closed:
+            self._closed = True
             self._queue.put_nowait(_Done())
+
+    def _producer_done(self, producer: asyncio.Task[None]) -> None:
+        """A producer cancelled before its first step never ran its ``finally``: end here.
+
+        The client then gets the synthesized ``RUN_FINISHED`` (outcome ``cancelled``) the
+        cancel outcome promises; nothing was stored, since the run never began.
+        """
+        if self._closed:
+            return
+        if producer.cancelled() and not self._terminal_sent:
+            self._forward(
+                RunFinishedEvent(
+                    thread_id=self.thread_id,
+                    run_id=self.run_id,
+                    outcome=RunFinishedCancelledOutcome(),
+                )
+            )
+        self._close()
 
 
 class RunManager:
@@ -196,14 +228,20 @@ class RunManager:
         self._runs[key] = handle
         producer = asyncio.create_task(handle._produce(input, resume))
         handle._producer = producer
+        producer.add_done_callback(handle._producer_done)
+
+        def release() -> None:
+            if self._runs.get(key) is handle:
+                del self._runs[key]
 
         def forget(_: object) -> None:
             # Registered until the run's records are stored, so get(...).wait() covers them.
             persistence = agent.persistence
             if persistence is not None and not persistence.done():
                 persistence.add_done_callback(forget)
-            elif self._runs.get(key) is handle:
-                del self._runs[key]
+            else:
+                release()
 
+        handle._release = release
         producer.add_done_callback(forget)
         return handle
