@@ -46,6 +46,7 @@ def test_a_password_in_the_url_is_masked():
     hint = more_hint(["chats"], page, url=url, limit=50).plain
     assert "s3cret" not in hint
     assert (
-        "--url postgresql+asyncpg://tk:***@db.example:5432/app --limit 50 --cursor abc.def" in hint
+        "--url 'postgresql+asyncpg://tk:***@db.example:5432/app' --limit 50 --cursor abc.def"
+        in hint
     )
     assert "password hidden" in hint
