@@ -262,6 +262,9 @@ class StorageAgent(EventFolder):
             )
         except Conflict as exc:
             return RunErrorEvent(message=str(exc), code="RUN_CONFLICT")
+        except InvalidArgument as exc:  # the client's input (an empty threadId...), not the store
+            _log.warning("threadkeep: run %r refused: %s", input.run_id, exc)
+            return RunErrorEvent(message=str(exc), code="INVALID_INPUT")
         except ThreadkeepError as exc:
             _log.exception("threadkeep: run %r could not start", input.run_id)
             return RunErrorEvent(message=f"history storage failed: {exc}", code="STORAGE_ERROR")

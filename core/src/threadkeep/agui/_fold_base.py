@@ -14,6 +14,7 @@ from ag_ui.core import BaseEvent
 
 from .._models import Message, MessageStatus, Reasoning, Role, ToolCall
 from ._state import REUSED_ID_NOTE, FoldState, Record
+from ._text import repair_model
 
 __all__ = ["FoldBase"]
 
@@ -113,6 +114,7 @@ class FoldBase:
             extra = self.message_update_fields(state, record)
             if extra:
                 message = type(message).model_validate({**message.model_dump(), **extra})
+                message, _ = repair_model(message)
         return message
 
     # -- record helpers --------------------------------------------------------------------

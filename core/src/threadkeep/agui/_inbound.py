@@ -14,7 +14,9 @@ messages, so an echoed assistant message, tool result or reasoning replays clean
 - a reasoning message is stored when its id is a stored message's or reasoning's;
 - any other role is stored only when its id is.
 
-Ids are looked up in the context window first, then in the store (older history).
+Ids are looked up in the context window first, then in the store (older history). Lone
+UTF-16 surrogates in an inbound message (its ids included) are replaced with U+FFFD first,
+counted in the stored message's ``metadata["replaced_surrogates"]``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ag_ui.core import AssistantMessage, ReasoningMessage, ToolMessage, UserMess
 
 from .._models import Message
 from .._store import Store
+from ._text import SURROGATES_NOTE, repair_model
 from ._translate import AguiMessage, agui_id_of, message_from_agui
 
 __all__ = ["classify_inbound"]
@@ -94,7 +97,9 @@ async def classify_inbound(
     for stored_message in context:
         known.add(stored_message)
     new: list[Message] = []
-    for message in inbound:
+    for original in inbound:
+        # Lone surrogates (ids included) become U+FFFD first, so lookups and writes agree.
+        message, replaced = repair_model(original, note=False)
         verdict = await _verdict(known, message)
         if verdict == "refused" and accept_any:
             verdict = "new"
@@ -106,6 +111,8 @@ async def classify_inbound(
             return [], reason
         if verdict == "new":
             stored = message_from_agui(message, run_id=run_id)
+            if replaced:
+                stored.metadata = {**stored.metadata, SURROGATES_NOTE: replaced}
             new.append(stored)
             known.add(stored)
     return new, None

@@ -14,15 +14,13 @@ from uuid import UUID
 
 from .._models import Chat, Message, MessageStatus, Reasoning, ToolCall
 from .._runs import RunStatus, Step
-from ._text import TextBuffer, repair_surrogates
+from ._text import SURROGATES_NOTE, TextBuffer, repair_surrogates, repair_value
 
 if TYPE_CHECKING:
     from ._writers import RunWriter
 
 __all__ = ["REUSED_ID_NOTE", "SURROGATES_NOTE", "FoldState", "Record"]
 
-SURROGATES_NOTE = "replaced_surrogates"
-"""``Message.metadata`` key counting lone surrogates replaced with U+FFFD in streamed text."""
 
 REUSED_ID_NOTE = "agui_id"
 """``Message.metadata`` key keeping an AG-UI id the message could not store as its ``agui_id``."""
@@ -86,7 +84,11 @@ class Record:
         return next(r for r in self.message.reasonings if r.reasoning_id == reasoning_id)
 
     def snapshot(self) -> Message:
-        """Return the message with its streamed text, lone surrogates replaced and noted."""
+        """Return the message with its streamed text, lone surrogates replaced and noted.
+
+        Streamed text is repaired as a whole (a pair split across deltas is joined), then
+        every other string of the message (ids, names, ``step``, metadata, parts...).
+        """
         data = self.message.model_dump()
         replaced = 0
         data["content"], count = repair_surrogates(self.content.text() or data["content"])
@@ -101,6 +103,8 @@ class Record:
             if buffer is not None:
                 reasoning["content"], count = repair_surrogates(buffer.text())
                 replaced += count
+        data, count = repair_value(data)
+        replaced += count
         if replaced:
             data["metadata"] = {**data["metadata"], SURROGATES_NOTE: replaced}
         return type(self.message).model_validate(data)

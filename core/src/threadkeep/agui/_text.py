@@ -9,8 +9,22 @@ a pair that meets again is joined, a surrogate that stays alone becomes U+FFFD (
 from __future__ import annotations
 
 import re
+from typing import Any, TypeVar
 
-__all__ = ["TextBuffer", "repair_surrogates"]
+from pydantic import BaseModel
+
+__all__ = [
+    "SURROGATES_NOTE",
+    "TextBuffer",
+    "repair_model",
+    "repair_surrogates",
+    "repair_value",
+]
+
+SURROGATES_NOTE = "replaced_surrogates"
+"""``metadata`` key counting lone surrogates replaced with U+FFFD (message, step or run)."""
+
+M = TypeVar("M", bound=BaseModel)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -30,6 +44,57 @@ def repair_surrogates(text: str) -> tuple[str, int]:
     # A UTF-16 round trip pairs what can be paired; its "replace" turns the rest into U+FFFD.
     joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return joined, joined.count("\ufffd") - text.count("\ufffd")
+
+
+def repair_value(value: Any) -> tuple[Any, int]:
+    """Repair every string in a JSON-like value (dict keys included), as :func:`repair_surrogates`.
+
+    Args:
+        value: A string, or dicts, lists and tuples of them (other values pass unchanged).
+
+    Returns:
+        ``(repaired, replaced)``; ``repaired`` is ``value`` itself when nothing was replaced.
+    """
+    if isinstance(value, str):
+        return repair_surrogates(value)
+    if isinstance(value, dict):
+        total, out = 0, {}
+        for key, item in value.items():
+            new_key, count_key = repair_value(key)
+            new_item, count_item = repair_value(item)
+            total += count_key + count_item
+            out[new_key] = new_item
+        return (out, total) if total else (value, 0)
+    if isinstance(value, list | tuple):
+        pairs = [repair_value(item) for item in value]
+        total = sum(count for _, count in pairs)
+        if not total:
+            return value, 0
+        items = [item for item, _ in pairs]
+        return (items if isinstance(value, list) else tuple(items)), total
+    return value, 0
+
+
+def repair_model(model: M, *, note: bool = True) -> tuple[M, int]:
+    """Return ``model`` with every lone surrogate in its fields replaced with U+FFFD.
+
+    Every string field, nested ones and ``metadata`` included, is repaired (SPEC section 3:
+    the stream layer replaces them, so a write never fails on them).
+
+    Args:
+        model: A message, step or other record (a pydantic model).
+        note: Add the count to the model's ``metadata[SURROGATES_NOTE]`` (if it has one).
+
+    Returns:
+        ``(repaired, replaced)``; the model itself when nothing was replaced.
+    """
+    data, replaced = repair_value(model.model_dump())
+    if not replaced:
+        return model, 0
+    if note and isinstance(data.get("metadata"), dict):
+        metadata = data["metadata"]
+        metadata[SURROGATES_NOTE] = int(metadata.get(SURROGATES_NOTE) or 0) + replaced
+    return type(model).model_validate(data), replaced
 
 
 class TextBuffer:

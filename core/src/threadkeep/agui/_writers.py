@@ -32,6 +32,7 @@ from .._runs import RunStatus, Step
 from .._store import Store
 from .._store_messages import IMMUTABLE_MESSAGE_FIELDS
 from ._state import FoldState, Record
+from ._text import SURROGATES_NOTE, repair_model, repair_surrogates, repair_value
 
 __all__ = ["BufferedWriter", "IncrementalWriter", "RunWriter", "WritePolicy", "make_writer"]
 
@@ -101,6 +102,7 @@ class RunWriter(ABC):
 
     async def save_step_now(self, state: FoldState, step: Step) -> None:
         """Store one step now; on failure it stays dirty for the run's end."""
+        step, _ = repair_model(step)
         state.steps[step.step_id] = step
         try:
             await _retrying("saving a step", lambda: self.store.save_steps([step]))
@@ -217,6 +219,7 @@ class BufferedWriter(RunWriter):
 
     async def step_changed(self, state: FoldState, step: Step, *, durable: bool) -> None:
         """Keep the step for the exit batch; store a durable one (a completed tool) now."""
+        step, _ = repair_model(step)
         state.steps[step.step_id] = step
         state.dirty_steps[step.step_id] = None
         if durable:
@@ -258,6 +261,7 @@ async def end_run(
     """
     store = writer.store
     records = records or []
+    error, metadata = _repaired_run_fields(state.error, metadata)
 
     async def finish(batch: list[Record], batch_steps: list[Step]) -> None:
         await store.end_run(
@@ -267,7 +271,7 @@ async def end_run(
             status=status,
             messages=[writer.materialize(state, r) for r in batch],
             steps=batch_steps,
-            error=state.error,
+            error=error,
             metadata=metadata,
         )
 
@@ -290,6 +294,18 @@ async def end_run(
         record.stored = True
         record.mark_flushed()
     state.dirty_steps.clear()
+
+
+def _repaired_run_fields(
+    error: str | None, metadata: dict[str, Any]
+) -> tuple[str | None, dict[str, Any]]:
+    """Replace lone surrogates in the run's error and metadata (state, result...), noted."""
+    repaired_error, replaced = repair_surrogates(error) if error is not None else (None, 0)
+    repaired, count = repair_value(metadata)
+    replaced += count
+    if replaced:
+        repaired = {**repaired, SURROGATES_NOTE: replaced}
+    return repaired_error, repaired
 
 
 async def _write_one_by_one(
