@@ -17,6 +17,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .._archive import ArchiveResult, open_archiver
+from .._errors import ChatNotFound
+from .._models import Chat, ChatStatus
 from ._app import (
     JsonOption,
     UrlOption,
@@ -26,6 +28,7 @@ from ._app import (
     stderr_console,
     stdout_console,
 )
+from ._read import missing_chat
 
 __all__ = ["archive", "parse_duration", "register", "restore"]
 
@@ -118,17 +121,37 @@ def restore(
     url: UrlOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Undelete a chat and bring it back from the archive into the hot store."""
+    """Undelete a chat and bring it back from the archive into the hot store.
 
-    async def go() -> Any:
+    Delete is soft: a deleted chat keeps its messages, hidden, until a purge removes it
+    for good; after a purge there is nothing to restore. ``threadkeep chats --deleted``
+    lists the chats this command can bring back.
+    """
+
+    async def go() -> tuple[Chat | None, Chat]:
         async with opened_store(url) as store:
-            return await store.restore_chat(chat_id)
+            before = await store._get_chat(chat_id)  # a driver primitive: deleted included
+            try:
+                return before, await store.restore_chat(chat_id)
+            except ChatNotFound as exc:
+                raise await missing_chat(store, chat_id, exc) from exc
 
-    chat = run(go())
+    before, chat = run(go())
     if as_json:
         print_json(chat.model_dump(mode="json"))
         return
-    stdout_console().print(f"chat {chat.chat_id} is {chat.status.value}")
+    stdout_console().print(_restored(before, chat))
+
+
+def _restored(before: Chat | None, chat: Chat) -> str:
+    was = []
+    if before is not None and before.deleted_at is not None:
+        was.append("deleted")
+    if before is not None and before.status is ChatStatus.ARCHIVED:
+        was.append("archived")
+    if not was:
+        return f"chat {chat.chat_id} is already {chat.status.value}; nothing to restore"
+    return f"restored chat {chat.chat_id} (was {' and '.join(was)}): now {chat.status.value}"
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from uuid import UUID
 import typer
 from rich.text import Text
 
+from .._errors import ChatNotFound
 from .._models import ChatStatus, MessageKind
 from .._paging import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, ChatFilter, MessageFilter, Page
 from .._registry import mask_url
@@ -33,7 +34,15 @@ from ._app import (
 )
 from ._render import chats_table, message_panel
 
-__all__ = ["chats", "count_store", "history", "more_hint", "register", "stats"]
+__all__ = [
+    "chats",
+    "count_store",
+    "history",
+    "missing_chat",
+    "more_hint",
+    "register",
+    "stats",
+]
 
 _ONLY_MESSAGES = MessageFilter(kinds=frozenset({MessageKind.MESSAGE}))
 
@@ -63,26 +72,64 @@ def more_hint(command: list[str], page: Page[Any], *, url: str | None, limit: in
     return Text(line, style="dim")
 
 
+async def missing_chat(store: Store, chat_id: UUID, exc: ChatNotFound) -> ChatNotFound:
+    """Return ``exc`` with what to do: restore a soft-deleted chat; a purged one is gone.
+
+    Args:
+        store: The open store that raised ``exc``.
+        chat_id: The chat asked for.
+        exc: The ``ChatNotFound`` the store raised.
+
+    Returns:
+        A ``ChatNotFound`` (chained to ``exc``) whose message says whether the chat is
+        soft-deleted (and the command that restores it) or unknown here (or purged).
+    """
+    chat = await store._get_chat(chat_id)  # a driver primitive: deleted chats included
+    if chat is not None and chat.deleted_at is not None:
+        when = chat.deleted_at.isoformat(timespec="seconds")
+        msg = (
+            f"chat {chat_id} was deleted at {when}; delete is soft (the chat and its "
+            f"messages are kept, hidden, until a purge removes them for good): bring it "
+            f"back with: threadkeep restore {chat_id}"
+        )
+    else:
+        msg = (
+            f"no chat {chat_id} in this store (never created here, or purged: a purge "
+            "removes deleted chats for good); list chats with: threadkeep chats (add "
+            "--deleted for deleted ones)"
+        )
+    return ChatNotFound(msg)
+
+
 def chats(
+    *,
     user: UserOption = None,
+    deleted: Annotated[
+        bool,
+        typer.Option(
+            "--deleted", help="List soft-deleted chats instead (threadkeep restore undeletes)."
+        ),
+    ] = False,
     limit: LimitOption = DEFAULT_PAGE_LIMIT,
     cursor: CursorOption = None,
     url: UrlOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List chats, newest first, one page at a time."""
+    """List chats, newest first, one page at a time, with their status."""
+    chat_filter = ChatFilter(user_id=user, deleted="only" if deleted else "exclude")
 
     async def read() -> Page[Any]:
         async with opened_store(url) as store:
-            return await store.list_chats(ChatFilter(user_id=user), limit=limit, cursor=cursor)
+            return await store.list_chats(chat_filter, limit=limit, cursor=cursor)
 
     page = run(read())
     if as_json:
         print_json(_page_json(page))
         return
     console = stdout_console()
-    console.print(chats_table(page.items))
+    console.print(chats_table(page.items, console.width))
     command = ["chats", *(["--user", user] if user is not None else [])]
+    command += ["--deleted"] if deleted else []
     # soft_wrap: the command must stay copyable
     console.print(more_hint(command, page, url=url, limit=limit), soft_wrap=True)
 
@@ -98,7 +145,10 @@ def history(
 
     async def read() -> Page[Any]:
         async with opened_store(url) as store:
-            return await store.list_messages(chat_id, limit=limit, cursor=cursor)
+            try:
+                return await store.list_messages(chat_id, limit=limit, cursor=cursor)
+            except ChatNotFound as exc:
+                raise await missing_chat(store, chat_id, exc) from exc
 
     page = run(read())
     if as_json:

@@ -6,8 +6,9 @@ holding ``[brackets]`` prints as written.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -16,7 +17,7 @@ from rich.text import Text
 from .._models import Chat, Message, MessageKind, Role
 from .._paging import Page
 
-__all__ = ["chats_table", "message_panel", "page_caption"]
+__all__ = ["WIDE_CHATS", "chats_table", "message_panel", "page_caption"]
 
 _ROLE_STYLES = {
     Role.USER: "bold cyan",
@@ -82,22 +83,60 @@ def page_caption(page: Page[Message], number: int) -> Text:
     return caption
 
 
-def chats_table(chats: list[Chat]) -> Table:
-    """Return a table of chats: id, user, thread, name, message time, creation time."""
-    table = Table(show_lines=False, header_style="bold")
-    for column in ("chat_id", "user", "thread", "name", "last message", "created"):
-        table.add_column(column, overflow="fold")
+WIDE_CHATS = 100
+"""Console width from which ``chats`` prints a table; narrower consoles get two lines a chat."""
+
+
+def chats_table(chats: list[Chat], width: int = WIDE_CHATS) -> RenderableType:
+    """Return chats for a console ``width`` characters wide: a table, or two lines a chat.
+
+    Each chat shows its id (never wrapped: it is copied into other commands), status
+    (``active``, ``archived``: read back from the archive on first read, or ``deleted``:
+    hidden until ``threadkeep restore``), last message time (UTC to the minute; creation
+    time when it has no message yet), user, name and thread key. Under
+    :data:`WIDE_CHATS` columns the id, status, time and user make the first line and the
+    name and thread the second.
+    """
+    if width < WIDE_CHATS:
+        return Group(*(line for chat in chats for line in _chat_lines(chat)))
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table.add_column("chat_id", no_wrap=True, min_width=36)
+    table.add_column("status", no_wrap=True, min_width=8)
+    table.add_column("last (UTC)", no_wrap=True, min_width=16)
+    table.add_column("user", overflow="fold", min_width=6, ratio=1)
+    table.add_column("name / thread", overflow="fold", min_width=10, ratio=3)
     for chat in chats:
+        about = _name(chat).append("\n").append(chat.thread_id, style="dim")
         table.add_row(
             Text(str(chat.chat_id)),
+            _status(chat),
+            Text(_when(chat.last_message_at or chat.created_at)),
             Text(chat.user_id),
-            Text(chat.thread_id),
-            Text(chat.name or ""),
-            Text(_when(chat.last_message_at)),
-            Text(_when(chat.created_at)),
+            about,
         )
     return table
 
 
+def _chat_lines(chat: Chat) -> tuple[Text, Text]:
+    first = Text(str(chat.chat_id)).append("  ").append_text(_status(chat))
+    first.append(f"  {_when(chat.last_message_at or chat.created_at)}  ", style="dim")
+    first.append(chat.user_id)
+    second = Text("    ").append_text(_name(chat))
+    second.append(f"  thread {chat.thread_id}", style="dim")
+    return first, second
+
+
+def _status(chat: Chat) -> Text:
+    status = "deleted" if chat.deleted_at is not None else chat.status.value
+    return Text(status, style=_STATUS_STYLES.get(status, ""))
+
+
+def _name(chat: Chat) -> Text:
+    return Text(chat.name) if chat.name else Text("(no name)", style="dim")
+
+
+_STATUS_STYLES = {"active": "green", "archived": "cyan", "deleted": "red"}
+
+
 def _when(value: datetime | None) -> str:
-    return "" if value is None else value.isoformat(timespec="seconds")
+    return "" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
