@@ -331,7 +331,8 @@ class StorageAgent(EventFolder):
         metadata = dict(state.run_metadata)
         if state.has_agui_state:
             metadata["agui_state"] = state.agui_state
-        await state.writer.end(state, owner=self.owner, status=state.outcome, metadata=metadata)
+        status = _truncation_outcome(state, metadata)
+        await state.writer.end(state, owner=self.owner, status=status, metadata=metadata)
 
     async def _heartbeat(self, state: FoldState) -> None:
         while True:
@@ -348,6 +349,30 @@ class StorageAgent(EventFolder):
                 return
             except ThreadkeepError:
                 _log.warning("threadkeep: heartbeat of run %r failed", state.run_id, exc_info=True)
+
+
+def _truncation_outcome(state: FoldState, metadata: dict[str, Any]) -> RunStatus:
+    """Return the run's end status, ``errored`` if a message was truncated (noted).
+
+    A message cut at the store's ``max_message_bytes`` means the run's output is not
+    stored whole: its ids go to ``metadata["truncated_messages"]`` and a run that would
+    end ``complete`` ends ``errored``, its ``error`` saying why (an interrupted or errored
+    run keeps its status). ``on_error="discard"`` does not apply: it is for agent failures.
+    """
+    assert state.outcome is not None
+    cut = [r for r in state.records.values() if r.truncated_at is not None]
+    if not cut:
+        return state.outcome
+    names = [r.message.agui_id or str(r.message.message_id) for r in cut]
+    metadata["truncated_messages"] = names
+    if state.outcome is not RunStatus.COMPLETE:
+        return state.outcome
+    limit = state.writer.store.max_message_bytes
+    state.error = state.error or (
+        f"message {', '.join(map(repr, names))} passed this store's max_message_bytes "
+        f"({limit}) and was stored truncated (see its metadata['truncated'])"
+    )
+    return RunStatus.ERRORED
 
 
 def _submitter(

@@ -231,8 +231,7 @@ class EventFolder(NestedHandlers, ExtraHandlers):
     async def append_text(self, state: FoldState, agui_id: str, delta: str) -> None:
         """Fold a content delta into its message."""
         record = await self.text_record(state, agui_id, None)
-        record.content.append(delta)
-        await state.writer.record_delta(state, record)
+        await self.add_delta(state, record, record.content, delta)
 
     async def fold_text_chunk(self, state: FoldState, event: TextMessageChunkEvent) -> None:
         """Fold a ``TEXT_MESSAGE_CHUNK`` (a new id, or the first chunk, opens a message)."""
@@ -249,8 +248,7 @@ class EventFolder(NestedHandlers, ExtraHandlers):
             record = await self.open_record(state, agui_id=None, role=role)
         state.text_chunk = state.last_key = record.key
         if event.delta:
-            record.content.append(event.delta)
-            await state.writer.record_delta(state, record)
+            await self.add_delta(state, record, record.content, event.delta)
 
     async def close_text_chunk(self, state: FoldState) -> None:
         """End the message a chunk opened."""

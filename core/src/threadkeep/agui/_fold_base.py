@@ -8,15 +8,18 @@ subclass of the agent adds handlers with ``{**super().event_handlers(), MyEvent:
 
 from __future__ import annotations
 
+import logging
 from typing import Any, ClassVar
 
 from ag_ui.core import BaseEvent
 
 from .._models import Message, MessageStatus, Reasoning, Role, ToolCall
 from ._state import REUSED_ID_NOTE, FoldState, Record
-from ._text import repair_model
+from ._text import TextBuffer, repair_model
 
 __all__ = ["FoldBase"]
+
+_log = logging.getLogger("threadkeep.agui")
 
 
 class FoldBase:
@@ -172,6 +175,47 @@ class FoldBase:
         await state.writer.record_boundary(state, record)
 
     async def finish(self, state: FoldState, record: Record, status: MessageStatus) -> None:
-        """End a record (and its active nested records) with ``status`` and write it."""
+        """End a record (and its active nested records) with ``status`` and write it.
+
+        A truncated record (see :meth:`add_delta`) ends ``errored`` whatever ``status``.
+        """
+        if record.truncated_at is not None:
+            status = MessageStatus.ERRORED
         state.finish_record(record, status)
         await state.writer.record_boundary(state, record)
+
+    async def add_delta(
+        self, state: FoldState, record: Record, buffer: TextBuffer, delta: str
+    ) -> None:
+        """Fold a streamed delta into one of the record's buffers, within the store's limit.
+
+        A message may hold at most the store's ``max_message_bytes`` of payload (SPEC
+        section 3). A delta that would pass it is dropped, and so is every later delta of
+        the record: the record keeps what came before (whole deltas), notes
+        ``metadata["truncated"] = {"kept_bytes": n, "dropped_bytes": m}``, ends
+        ``errored``, and the run ends ``errored`` too; a warning is logged once.
+
+        Args:
+            state: The run's fold state.
+            record: The record the delta belongs to.
+            buffer: The record's buffer for it (content, a call's arguments, a reasoning).
+            delta: The streamed text.
+        """
+        size = len(delta.encode("utf-8", "surrogatepass"))
+        if record.truncated_at is None:
+            limit = state.writer.store.max_message_bytes
+            if record.streamed_bytes + size <= limit:
+                buffer.append(delta)
+                await state.writer.record_delta(state, record)
+                return
+            record.truncated_at = record.streamed_bytes
+            record.dirty = True
+            _log.warning(
+                "threadkeep: message %r of run %r passed this store's max_message_bytes "
+                "(%d); it is truncated at %d bytes of streamed text and ends errored",
+                record.message.agui_id or record.key,
+                state.run_id,
+                limit,
+                record.truncated_at,
+            )
+        record.dropped_bytes += size

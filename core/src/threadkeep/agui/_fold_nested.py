@@ -141,8 +141,7 @@ class NestedHandlers(FoldBase):
     async def append_tool_args(self, state: FoldState, agui_id: str, delta: str) -> None:
         """Fold an arguments delta (opening the call, unnamed, if it never started)."""
         host, call_id = await self.start_tool_call(state, agui_id, "", None)
-        host.tool_args[call_id].append(delta)
-        await state.writer.record_delta(state, host)
+        await self.add_delta(state, host, host.tool_args[call_id], delta)
 
     async def end_tool_call(self, state: FoldState, agui_id: str) -> None:
         """Complete a tool call; a host the fold opened completes with its last call."""
@@ -252,8 +251,7 @@ class NestedHandlers(FoldBase):
     async def append_reasoning(self, state: FoldState, agui_id: str | None, delta: str) -> None:
         """Fold a reasoning delta."""
         host, reasoning_id = await self.current_or_start(state, agui_id)
-        host.reasoning_text[reasoning_id].append(delta)
-        await state.writer.record_delta(state, host)
+        await self.add_delta(state, host, host.reasoning_text[reasoning_id], delta)
 
     async def end_reasoning(self, state: FoldState, agui_id: str | None) -> None:
         """Complete a nested reasoning."""

@@ -19,8 +19,12 @@ from ._text import SURROGATES_NOTE, TextBuffer, repair_surrogates, repair_value
 if TYPE_CHECKING:
     from ._writers import RunWriter
 
-__all__ = ["REUSED_ID_NOTE", "SURROGATES_NOTE", "FoldState", "Record"]
+__all__ = ["REUSED_ID_NOTE", "SURROGATES_NOTE", "TRUNCATED_NOTE", "FoldState", "Record"]
 
+
+TRUNCATED_NOTE = "truncated"
+"""``Message.metadata`` key of a message whose streamed text passed ``max_message_bytes``:
+``{"kept_bytes": n, "dropped_bytes": m}`` (UTF-8 bytes of streamed text kept and dropped)."""
 
 REUSED_ID_NOTE = "agui_id"
 """``Message.metadata`` key keeping an AG-UI id the message could not store as its ``agui_id``."""
@@ -42,6 +46,9 @@ class Record:
         tool_host: Made by the fold to hold tool calls that named no (known) parent message;
             its status follows its calls.
         title: ``THINKING_START``'s title, the name of reasonings opened in this host.
+        truncated_at: Set once its streamed text reached the store's ``max_message_bytes``:
+            the UTF-8 bytes kept (later deltas are dropped; the record ends ``errored``).
+        dropped_bytes: UTF-8 bytes of the deltas dropped since.
     """
 
     message: Message
@@ -54,6 +61,8 @@ class Record:
     dirty: bool = True
     tool_host: bool = False
     title: str | None = None
+    truncated_at: int | None = None
+    dropped_bytes: int = 0
 
     def buffers(self) -> list[TextBuffer]:
         """Every text buffer of the record."""
@@ -63,6 +72,11 @@ class Record:
     def pending_bytes(self) -> int:
         """UTF-8 bytes streamed since the last successful write."""
         return sum(b.pending_bytes for b in self.buffers())
+
+    @property
+    def streamed_bytes(self) -> int:
+        """UTF-8 bytes of streamed text the record holds (written or not)."""
+        return self.pending_bytes + self.flushed_bytes
 
     @property
     def flushed_bytes(self) -> int:
@@ -107,6 +121,9 @@ class Record:
         replaced += count
         if replaced:
             data["metadata"] = {**data["metadata"], SURROGATES_NOTE: replaced}
+        if self.truncated_at is not None:
+            note = {"kept_bytes": self.truncated_at, "dropped_bytes": self.dropped_bytes}
+            data["metadata"] = {**data["metadata"], TRUNCATED_NOTE: note}
         return type(self.message).model_validate(data)
 
 
