@@ -141,3 +141,14 @@ def test_a_directory_is_refused_for_one_file_formats(cli, agui_dir, memory_url):
     result = cli("import", str(agui_dir), "--format", "openai", "--url", memory_url)
     cli.one_line_error(result, "is a directory", "--format openai")
     assert result.exit_code == 2
+
+
+def test_a_directory_without_streams_is_an_error(cli, tmp_path, memory_url):
+    folder = tmp_path / "nothing"
+    folder.mkdir()
+    empty = cli("import", str(folder), "--format", "agui", "--url", memory_url)
+    cli.one_line_error(empty, "holds no stream files", ".jsonl")
+    (folder / "notes.txt").write_text("no events here\n")
+    junk = cli("import", str(folder), "--format", "agui", "--url", memory_url)
+    assert junk.exit_code == 2
+    assert junk.stderr.strip().splitlines()[-1].endswith("holds AG-UI events or a request (1 read)")

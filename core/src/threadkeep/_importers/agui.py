@@ -105,8 +105,8 @@ async def import_agui(
         Counts of chats, messages and tool calls, created versus already present.
 
     Raises:
-        InvalidArgument: If ``path`` does not exist, or a file named directly holds no AG-UI
-            events or request.
+        InvalidArgument: If ``path`` does not exist, a file named directly holds no AG-UI
+            events or request, or a directory holds no file that does.
         ThreadkeepError: Any error of the store.
     """
     runs = _runs(_sources(Path(path)))
@@ -127,7 +127,14 @@ async def import_agui(
 def _sources(path: Path) -> list[_Source]:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
-        return _paired([(f, _read(f, strict=False)) for f in files])
+        if not files:
+            kinds = ", ".join(sorted(_SUFFIXES))
+            raise InvalidArgument(f"{path} holds no stream files ({kinds})")
+        sources = _paired([(f, _read(f, strict=False)) for f in files])
+        if not sources:
+            msg = f"no file in {path} holds AG-UI events or a request ({len(files)} read)"
+            raise InvalidArgument(msg)
+        return sources
     if not path.is_file():
         raise InvalidArgument(f"{path}: no such file or directory")
     files = [path, *_siblings(path)]
