@@ -79,3 +79,9 @@ def test_sqlite_paths_that_are_not_databases(cli, tmp_path):
         result = cli("chats", "--url", f"sqlite+aiosqlite:///{path}")
         cli.one_line_error(result, needle)
         assert result.exit_code == 2
+
+
+def test_archive_without_an_archive_url_names_every_way_to_give_one(cli, memory_url):
+    result = cli("archive", "--older-than", "30d", "--url", memory_url)
+    cli.one_line_error(result, "--archive-url", "THREADKEEP_ARCHIVE_URL", "archive_url")
+    assert result.exit_code == 2

@@ -19,7 +19,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from .._archive import ArchiveResult, open_archiver
 from .._errors import ChatNotFound
 from .._models import Chat, ChatStatus
+from .._settings import load_settings
 from ._app import (
+    EXIT_USAGE,
+    CliError,
     JsonOption,
     UrlOption,
     opened_store,
@@ -84,6 +87,13 @@ def archive(
 ) -> None:
     """Move idle chats to the cold archive (one verified bundle per chat)."""
     idle = parse_duration(older_than)
+    if not (archive_url or load_settings().archive_url):  # before the store opens
+        msg = (
+            "no archive URL: give --archive-url file:///absolute/folder or "
+            "s3://bucket/prefix, or set THREADKEEP_ARCHIVE_URL (or archive_url in the "
+            "settings file)"
+        )
+        raise CliError(msg, exit_code=EXIT_USAGE)
     results = run(_archive_idle(url, archive_url, idle, limit))
     if as_json:
         print_json({"archived": [r.model_dump(mode="json") for r in results]})
