@@ -19,12 +19,18 @@ from uuid import uuid4
 
 from ag_ui.core import BaseEvent, RunAgentInput, RunErrorEvent
 
-from .._errors import ChatNotFound, Conflict, InvalidArgument, ThreadkeepError
+from .._errors import (
+    ChatNotFound,
+    Conflict,
+    IdempotencyConflict,
+    InvalidArgument,
+    ThreadkeepError,
+)
 from .._models import Chat, Message
 from .._runs import Run, RunStatus, Step, StepStatus, StepType
 from .._store import Store
 from ._fold import EventFolder
-from ._inbound import classify_inbound
+from ._inbound import classify_inbound, same_message
 from ._state import FoldState
 from ._steps import RunContext, bind, unbind
 from ._translate import AguiMessage, translate_messages
@@ -253,13 +259,10 @@ class StorageAgent(EventFolder):
             if problem is not None:
                 return RunErrorEvent(message=problem, code="INVALID_INPUT")
             chat = found or await self._create_chat(input)
-            await self.store.begin_run(
-                chat.chat_id,
-                input.run_id,
-                owner=self.owner,
-                lease_seconds=self.lease_seconds,
-                messages=new,
-            )
+            try:
+                await self._begin(chat, input, new)
+            except IdempotencyConflict as exc:
+                context, new = await self._begin_again(chat, input, new, exc)
         except Conflict as exc:
             return RunErrorEvent(message=str(exc), code="RUN_CONFLICT")
         except InvalidArgument as exc:  # the client's input (an empty threadId...), not the store
@@ -280,6 +283,58 @@ class StorageAgent(EventFolder):
         space = dict(last.space_snapshot or {}) if last is not None else {}
         agent_input = input.model_copy(update={"messages": history})
         return _Opened(state, agent_input, previous, space)
+
+    async def _begin(self, chat: Chat, input: RunAgentInput, new: list[Message]) -> None:
+        await self.store.begin_run(
+            chat.chat_id,
+            input.run_id,
+            owner=self.owner,
+            lease_seconds=self.lease_seconds,
+            messages=new,
+        )
+
+    async def _begin_again(
+        self,
+        chat: Chat,
+        input: RunAgentInput,
+        new: list[Message],
+        conflict: IdempotencyConflict,
+    ) -> tuple[list[Message], list[Message]]:
+        """Begin the run after an inbound id collided with a message no read had found.
+
+        The message holding it was stored meanwhile by a concurrent run of the same client
+        (a double submit: the same message, so it is used as stored, whichever run
+        wrote it first), or is hidden (``delete_messages``: it counts as stored). The
+        inbound messages are classified again counting hidden ones, and the context is
+        read again so the inner agent sees the stored message.
+
+        Returns:
+            ``(context, new)``: the chat's context and the messages this run stored.
+
+        Raises:
+            IdempotencyConflict: ``conflict``, if a visible message holds an inbound id
+                with other content (a different message), or the input is now refused.
+        """
+        context = await self.store.context_messages(chat.chat_id)
+        again, problem = await classify_inbound(
+            self.store,
+            chat.chat_id,
+            input.messages,
+            context,
+            run_id=input.run_id,
+            include_hidden=True,
+        )
+        if problem is not None:
+            raise conflict
+        still_new = {m.agui_id for m in again}
+        for message in new:
+            if message.agui_id is None or message.agui_id in still_new:
+                continue
+            held = await self.store.get_message_by_agui_id(chat.chat_id, message.agui_id)
+            if held is not None and not same_message(held, message):
+                raise conflict
+        await self._begin(chat, input, again)
+        return context, again
 
     async def _find_chat(self, input: RunAgentInput) -> Chat | None:
         # A read first: create_chat is an (idempotent) write, needed once per thread only,

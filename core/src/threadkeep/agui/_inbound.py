@@ -14,7 +14,10 @@ messages, so an echoed assistant message, tool result or reasoning replays clean
 - a reasoning message is stored when its id is a stored message's or reasoning's;
 - any other role is stored only when its id is.
 
-Ids are looked up in the context window first, then in the store (older history). Lone
+Ids are looked up in the context window first, then in the store (older history). A
+message hidden by ``Store.delete_messages`` counts as stored (its id stays taken; it is
+not sent to the model): looked for before a message is refused, and for user messages
+when the run's first write collides with an id no visible read finds. Lone
 UTF-16 surrogates in an inbound message (its ids included) are replaced with U+FFFD first,
 counted in the stored message's ``metadata["replaced_surrogates"]``.
 """
@@ -27,12 +30,16 @@ from uuid import UUID
 
 from ag_ui.core import AssistantMessage, ReasoningMessage, ToolMessage, UserMessage
 
+from .._errors import CapabilityNotSupported
 from .._models import Message
 from .._store import Store
 from ._text import SURROGATES_NOTE, repair_model
 from ._translate import AguiMessage, agui_id_of, message_from_agui
 
-__all__ = ["classify_inbound"]
+__all__ = ["classify_inbound", "same_message"]
+
+
+_SCAN_PAGE = 500
 
 
 @dataclass
@@ -42,6 +49,32 @@ class _Known:
     messages: set[str] = field(default_factory=set)
     tool_calls: set[str] = field(default_factory=set)
     reasonings: set[str] = field(default_factory=set)
+    hidden_loaded: bool = False
+
+    async def load_hidden(self) -> None:
+        """Count the chat's hidden messages (``delete_messages``) as stored.
+
+        Their ids stay taken in the store, and a client that echoes its whole list sends
+        them again; they are skipped (and, hidden, never sent to the model). One scan of
+        the chat, done only when an inbound message would otherwise be refused or
+        collided with a message no visible read finds.
+        """
+        if self.hidden_loaded or self.chat_id is None:
+            return
+        self.hidden_loaded = True
+        after = 0
+        try:
+            while True:
+                # The archive primitive is the one read that includes hidden messages.
+                batch = await self.store._scan_messages(self.chat_id, after, _SCAN_PAGE)
+                for message in batch:
+                    if message.deleted_at is not None:
+                        self.add(message)
+                if len(batch) < _SCAN_PAGE:
+                    return
+                after = batch[-1].seq or after
+        except CapabilityNotSupported:
+            return  # a driver without the primitive: hidden ids stay unknown
 
     def add(self, message: Message) -> None:
         self.messages.add(agui_id_of(message))
@@ -78,6 +111,7 @@ async def classify_inbound(
     *,
     run_id: str,
     accept_any: bool = False,
+    include_hidden: bool = False,
 ) -> tuple[list[Message], str | None]:
     """Return the inbound messages to store, or the reason the input is refused.
 
@@ -89,6 +123,8 @@ async def classify_inbound(
         run_id: Stored on the new messages.
         accept_any: Store unknown messages of any role instead of refusing them (an import
             of recorded history, where the client's messages are the record).
+        include_hidden: Count hidden messages as stored for every role, user messages too
+            (they are otherwise looked for only before a message is refused).
 
     Returns:
         ``(new_messages, None)``, or ``([], reason)`` when a message may not be new.
@@ -96,11 +132,16 @@ async def classify_inbound(
     known = _Known(store, chat_id)
     for stored_message in context:
         known.add(stored_message)
+    if include_hidden:
+        await known.load_hidden()
     new: list[Message] = []
     for original in inbound:
         # Lone surrogates (ids included) become U+FFFD first, so lookups and writes agree.
         message, replaced = repair_model(original, note=False)
         verdict = await _verdict(known, message)
+        if verdict == "refused" and not (accept_any or known.hidden_loaded):
+            await known.load_hidden()  # a hidden message echoed by the client is stored
+            verdict = await _verdict(known, message)
         if verdict == "refused" and accept_any:
             verdict = "new"
         if verdict == "refused":
@@ -140,3 +181,31 @@ async def _assistant_stored(known: _Known, message: AssistantMessage) -> bool:
         return True
     calls = message.tool_calls or []
     return bool(calls) and all([await known.tool_call(c.id) for c in calls])
+
+
+def same_message(stored: Message, inbound: Message) -> bool:
+    """Whether an inbound message is the stored one sent again (its run aside).
+
+    Compares what the client sent: role, content, parts, the tool call answered and the
+    nested tool calls and reasonings (ids, names, arguments, content), not ``run_id`` or
+    anything the store assigned.
+
+    Args:
+        stored: The stored message with the inbound message's ``agui_id``.
+        inbound: The inbound message, as :func:`classify_inbound` would store it.
+
+    Returns:
+        ``True`` when they are the same message.
+    """
+
+    def sent(message: Message) -> tuple[object, ...]:
+        return (
+            message.role,
+            message.content,
+            [p.model_dump() for p in message.parts],
+            message.tool_call_ref,
+            [(c.agui_id, c.name, c.arguments) for c in message.tool_calls],
+            [(r.agui_id, r.content) for r in message.reasonings],
+        )
+
+    return sent(stored) == sent(inbound)
