@@ -129,7 +129,14 @@ _ARCHIVE_FORMS = (
 
 
 def mask_url(url: str) -> str:
-    """Return ``url`` with the password of ``user:password@`` replaced by ``***`` (for messages)."""
+    """Return ``url`` with the password of ``user:password@`` replaced by ``***`` (for messages).
+
+    Args:
+        url: Any URL; one without a password is returned unchanged.
+
+    Returns:
+        The URL safe to print.
+    """
     scheme, sep, rest = url.partition("://")
     netloc, slash, tail = rest.partition("/")
     userinfo, at, host = netloc.rpartition("@")

@@ -270,6 +270,12 @@ def resolve_url(url: str | None) -> str:
     Precedence (``threadkeep.load_settings``, SPEC section 4): ``url`` (the ``--url``
     option), else ``THREADKEEP_URL``, else the settings file, else the embedded SQLite file.
 
+    Args:
+        url: The ``--url`` option's value, or ``None``.
+
+    Returns:
+        The store URL.
+
     Raises:
         InvalidArgument: If the settings file is missing (when named by
             ``THREADKEEP_CONFIG``), malformed, or holds an unknown key or a bad value.

@@ -58,8 +58,19 @@ def _page_json(page: Page[Any]) -> dict[str, Any]:
 def more_hint(command: list[str], page: Page[Any], *, url: str | None, limit: int) -> Text:
     """Return the line under a page: the command for the next (older) page, ready to paste.
 
-    The command repeats ``command`` (the command and the options its cursor is bound to),
-    ``--url`` (the resolved store URL, its password masked) and ``--limit``.
+    Args:
+        command: The command's words after ``threadkeep``, with the options its cursor is
+            bound to (``["chats", "--user", "u"]``).
+        page: The page just shown.
+        url: The ``--url`` given, or ``None`` (then the resolved URL is shown).
+        limit: The ``--limit`` used, in items.
+
+    Returns:
+        ``older: threadkeep ... --url URL --limit N --cursor C`` (shell-quoted; a password in
+        the URL shown as ``***``, with a note), or ``(no older items)`` on the last page.
+
+    Raises:
+        InvalidArgument: If the settings (for the resolved URL) are invalid.
     """
     if not page.has_more or page.next_cursor is None:
         return Text("(no older items)", style="dim")

@@ -96,6 +96,13 @@ def chats_table(chats: list[Chat], width: int = WIDE_CHATS) -> RenderableType:
     time when it has no message yet), user, name and thread key. Under
     :data:`WIDE_CHATS` columns the id, status, time and user make the first line and the
     name and thread the second.
+
+    Args:
+        chats: The chats of one page, in page order.
+        width: The console's width in characters.
+
+    Returns:
+        A rich renderable (a ``Table``, or a ``Group`` of lines).
     """
     if width < WIDE_CHATS:
         return Group(*(line for chat in chats for line in _chat_lines(chat)))
