@@ -242,6 +242,7 @@ def create_app() -> typer.Typer:
         help="Durable chat history for AI agents: store, import and page conversations.",
         add_completion=False,
         no_args_is_help=False,
+        rich_markup_mode="markdown",  # help paragraphs rewrap (docstrings break lines at 100)
     )
     app.callback(invoke_without_command=True)(_root)
     return app

@@ -89,7 +89,7 @@ def import_file(
     url: UrlOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Import a transcript file: one chat per record, one message per entry.
+    """Import recorded conversations: an OpenAI transcript file, or AG-UI streams.
 
     Every record is checked before anything is written: a malformed record writes nothing
     and the error names the file and the record (and line). Importing the same file again
