@@ -159,3 +159,25 @@ async def test_the_app_opens_its_own_store_for_its_lifetime(example, tmp_path):
     async with open_store(url) as store:
         chat = await store.find_chat("alice", "t1")
         assert len((await store.list_messages(chat.chat_id)).items) == 4
+
+
+async def test_a_retry_of_a_run_still_streaming_gets_run_conflict_not_a_500(example, tmp_path):
+    async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'ex.db'}") as store:
+        app = example.create_app(store, agent=example.WeatherAgent(delay=0.02))
+        first = asyncio.create_task(call(app, "POST", "/agui", run_input("r4")))
+        for _ in range(400):  # until the first POST registered its run
+            if app.state.manager.get("t1", "r4") is not None:
+                break
+            await asyncio.sleep(0.005)
+        status, chunks = await call(app, "POST", "/agui", run_input("r4"))
+        assert status == 200
+        (refused,) = events_of(chunks)
+        assert (refused["type"], refused["code"]) == ("RUN_ERROR", "RUN_CONFLICT")
+        assert "is executing" in refused["message"]
+        # The first stream is untouched, and a retry after it ended gets the same answer.
+        status, chunks = await first
+        assert (status, events_of(chunks)[-1]["type"]) == (200, "RUN_FINISHED")
+        await app.state.manager.drain()
+        status, chunks = await call(app, "POST", "/agui", run_input("r4"))
+        (again,) = events_of(chunks)
+        assert (status, again["type"], again["code"]) == (200, "RUN_ERROR", "RUN_CONFLICT")

@@ -29,6 +29,7 @@ from typing import Any
 from ag_ui.core import (
     BaseEvent,
     RunAgentInput,
+    RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
     TextMessageContentEvent,
@@ -45,7 +46,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from threadkeep import InvalidCursor, Store, open_store
+from threadkeep import Conflict, InvalidCursor, Store, open_store
 from threadkeep.agui import RunManager, StorageAgent, WritePolicy, current_run
 
 DEFAULT_URL = "sqlite+aiosqlite:///./agui-example.db"
@@ -108,7 +109,13 @@ def create_app(
         except (ValidationError, ValueError) as exc:
             return JSONResponse({"error": f"not a RunAgentInput: {exc}"}, status_code=422)
         user_id = user_of(request)
-        handle = await manager.run(input, user_id)
+        try:
+            handle = await manager.run(input, user_id)
+        except Conflict as exc:
+            # The same run is still streaming (a client retry): answer as for a run id
+            # already used, a RUN_ERROR with code RUN_CONFLICT; the first stream goes on.
+            refused = RunErrorEvent(message=str(exc), code="RUN_CONFLICT")
+            return StreamingResponse(iter([sse(refused)]), media_type="text/event-stream")
 
         async def stream() -> AsyncIterator[str]:
             # If the client goes away this generator is closed; the run is not.
