@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
 
-from threadkeep import FileArchive, InvalidArgument
+from threadkeep import ArchiveError, BackendUnavailable, Conflict, FileArchive, InvalidArgument
 from threadkeep.testing_archive import ArchiveStoreContract
 from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
 
@@ -43,3 +44,51 @@ async def test_objects_survive_reopen_and_leave_no_temporaries(tmp_path: Path) -
 
 def _files(root: Path) -> list[str]:
     return sorted(p.name for p in root.rglob("*") if p.is_file())
+
+
+async def _body():  # type: ignore[no-untyped-def]
+    yield b"hello"
+
+
+async def _read(archive: FileArchive, key: str) -> bytes:
+    return b"".join([chunk async for chunk in archive.get(key)])
+
+
+async def test_get_maps_every_os_error_into_the_tree(tmp_path: Path, monkeypatch) -> None:
+    key = "a/2026/01/x.tkb"
+    async with FileArchive(f"file://{tmp_path}") as archive:
+        await archive.put(key, _body(), metadata={})
+        assert await _read(archive, key) == b"hello"
+        with pytest.raises(ArchiveError, match="no archive object"):
+            await _read(archive, "a/2026/01/missing.tkb")
+
+        # A directory where the object was: ArchiveError, not a raw IsADirectoryError.
+        (tmp_path / key).unlink()
+        (tmp_path / key).mkdir()
+        with pytest.raises(ArchiveError, match="Is a directory"):
+            await _read(archive, key)
+        (tmp_path / key).rmdir()
+        await archive.put(key, _body(), metadata={})
+
+        def failing(error: OSError):  # type: ignore[no-untyped-def]
+            def open_(self: Path, *args, **kwargs):  # type: ignore[no-untyped-def]
+                raise error
+
+            return open_
+
+        monkeypatch.setattr(Path, "open", failing(PermissionError(errno.EACCES, "denied")))
+        with pytest.raises(ArchiveError, match="denied"):
+            await _read(archive, key)
+        monkeypatch.setattr(Path, "open", failing(OSError(errno.EIO, "I/O error")))
+        with pytest.raises(BackendUnavailable, match="I/O error"):
+            await _read(archive, key)
+
+
+async def test_a_root_that_is_a_file_is_an_archive_error(tmp_path: Path) -> None:
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("")
+    with pytest.raises(ArchiveError, match="is a file, not a directory") as caught:
+        await FileArchive(f"file://{a_file}").open()
+    assert not isinstance(caught.value, Conflict)
+    with pytest.raises(ArchiveError, match="is below a file, not a directory"):
+        await FileArchive(f"file://{a_file}/inside").open()

@@ -81,11 +81,35 @@ class FileArchive:
     async def open(self) -> Self:
         """Create the root directory if needed.
 
+        Returns:
+            The archive, open.
+
         Raises:
-            ArchiveError: If the root cannot be created (permissions, a file in the way).
+            ArchiveError: If the root cannot be created (permissions, a file in the way:
+                the root or a directory above it is a regular file).
+            BackendUnavailable: If the file system fails otherwise (I/O error).
         """
-        with _map_os_errors(""):
-            await asyncio.to_thread(self.root.mkdir, parents=True, exist_ok=True)
+        root = str(self.root)
+
+        def make_root() -> None:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError) as exc:
+                where = "is a file" if self.root.is_file() else "is below a file"
+                msg = (
+                    f"archive root {root!r} {where}, not a directory; give the archive URL "
+                    "of a directory (for example 'file:///var/archive')"
+                )
+                raise ArchiveError(msg) from exc
+            except PermissionError as exc:
+                msg = (
+                    f"archive root {root!r} cannot be created: {exc.strerror}; "
+                    "check its permissions"
+                )
+                raise ArchiveError(msg) from exc
+
+        with _map_os_errors(root):
+            await asyncio.to_thread(make_root)
         return self
 
     async def close(self) -> None:
@@ -254,13 +278,16 @@ class FileArchive:
         """Yield the body in chunks of up to 1 MiB.
 
         Raises:
-            ArchiveError: If there is no object at ``key``.
+            ArchiveError: If there is no object at ``key``, or it cannot be read (a
+                directory in its place, no permission).
+            BackendUnavailable: If reading fails otherwise (an I/O error); retry later.
         """
         path = self._path(key)
-        try:
-            handle = await asyncio.to_thread(path.open, "rb")
-        except FileNotFoundError as exc:
-            raise ArchiveError(f"no archive object at {self.ref_for(key)}") from exc
+        with _map_os_errors(key):
+            try:
+                handle = await asyncio.to_thread(path.open, "rb")
+            except FileNotFoundError as exc:
+                raise ArchiveError(f"no archive object at {self.ref_for(key)}") from exc
         with handle:
             with _map_os_errors(key):
                 await asyncio.to_thread(_read_header, handle, key)
