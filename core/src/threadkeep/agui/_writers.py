@@ -280,7 +280,14 @@ async def end_run(
     except ThreadkeepError as exc:
         lease_lost = isinstance(exc, Conflict) and not isinstance(exc, IdempotencyConflict)
         level = logging.WARNING if isinstance(exc, Conflict) else logging.ERROR
-        _log.log(level, "threadkeep: run %r not ended in one batch (%s)", state.run_id, exc)
+        _log.log(
+            level,
+            "threadkeep: run %r not ended in one batch, so its %d records are written one "
+            "by one instead (the batch was refused: %s)",
+            state.run_id,
+            len(records),
+            exc,
+        )
         await _write_one_by_one(writer, state, records, steps)
         if not lease_lost:
             try:
