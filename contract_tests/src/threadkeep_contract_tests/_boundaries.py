@@ -72,6 +72,33 @@ class BoundaryTests(ContractBase):
         assert len(rows) == 2, "start_over repeated after a boundary added another marker"
 
     @pytest.mark.asyncio
+    async def test_start_over_after_compaction_draws_a_line(self, store: Store) -> None:
+        """``start_over`` right after ``compact`` draws a line: the summary leaves context.
+
+        Only a "start over" line as the newest message makes ``start_over`` a no-op; a
+        compaction boundary there still hands its summary to the model.
+        """
+        chat = await store.create_chat("u-bound", "t-after-compact")
+        stored = await store.append_messages(
+            chat.chat_id,
+            [Message(role="user", content="my card is 4111"), Message(role="user", content="ok")],
+        )
+        summary = await store.compact(chat.chat_id, "user shared a card", stored[1].seq or 0)
+        line = await store.start_over(chat.chat_id)
+        assert line is not None
+        assert line.message_id != summary.message_id, "start_over returned the compaction"
+        assert line.boundary is not None
+        assert line.boundary.reason == "start_over"
+        assert line.seq is not None
+        assert summary.seq is not None
+        assert line.seq > summary.seq
+        assert await store.context_messages(chat.chat_id) == []
+        again = await store.start_over(chat.chat_id)
+        assert again is not None
+        assert again.message_id == line.message_id, "a second start_over added another line"
+        assert len(await self.raw_messages(store, chat.chat_id)) == 4
+
+    @pytest.mark.asyncio
     async def test_concurrent_start_over_draws_one_line(self, store: Store) -> None:
         """Concurrent ``start_over`` calls on a chat with new messages draw one boundary."""
         chat = await store.create_chat("u-bound", "t-race")

@@ -25,7 +25,7 @@ from threadkeep import (
 
 from ._helpers import assert_utc, body_of
 from ._machine_base import MachineBase, texts
-from ._model import CONFLICT, ModelChat, ModelMessage, same_payload
+from ._model import CONFLICT, ModelChat, ModelMessage, is_compaction, same_payload
 
 __all__ = ["WriteRules"]
 
@@ -291,7 +291,11 @@ class WriteRules(MachineBase):
     @_has_chats
     @rule(data=st.data())
     def start_over(self, data: st.DataObject) -> None:
-        """``start_over``: one boundary after the last message; nothing after a boundary."""
+        """``start_over``: one line after the last message; nothing after a start-over line.
+
+        A compaction boundary as the last message gets a line drawn after it (its summary
+        must not reach the model any more).
+        """
         self.begin("start_over")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
@@ -306,8 +310,8 @@ class WriteRules(MachineBase):
             return
         assert line is not None
         assert line.boundary is not None
-        assert line.boundary.reason == "start_over" or visible[-1].is_boundary
-        if visible[-1].is_boundary:
+        assert line.boundary.reason == "start_over", "start_over returned a compaction"
+        if visible[-1].is_boundary and not is_compaction(visible[-1]):
             assert line.message_id == visible[-1].message_id, (
                 "start_over after a boundary added another"
             )

@@ -17,6 +17,7 @@ __all__ = [
     "ModelChat",
     "ModelMessage",
     "StoreModel",
+    "is_compaction",
     "same_payload",
     "without_generated_ids",
 ]
@@ -99,7 +100,7 @@ class ModelChat:
         if not boundaries:
             return 0
         last = boundaries[-1]
-        if _is_compaction(last):
+        if is_compaction(last):
             return int(last.body["boundary"]["upto_seq"])
         return last.seq
 
@@ -112,14 +113,14 @@ class ModelChat:
         visible = self.visible()
         boundaries = [m for m in visible if m.is_boundary]
         last = boundaries[-1] if boundaries else None
-        head = [last] if last is not None and _is_compaction(last) else []
+        head = [last] if last is not None and is_compaction(last) else []
         after = self.cut()
         body: list[ModelMessage] = []
         for message in visible:
             if message.seq <= after or message is last:
                 continue
             if message.is_boundary:
-                if not _is_compaction(message):
+                if not is_compaction(message):
                     body = []
                 continue
             body.append(message)
@@ -128,7 +129,8 @@ class ModelChat:
         return head + _without_orphans(body)
 
 
-def _is_compaction(message: ModelMessage) -> bool:
+def is_compaction(message: ModelMessage) -> bool:
+    """Whether ``message`` is a compaction marker (a boundary carrying ``upto_seq``)."""
     marker = message.body.get("boundary") or {}
     return marker.get("reason") == "compaction" and marker.get("upto_seq") is not None
 

@@ -60,15 +60,18 @@ class ContextOps(NestedOps):
     async def start_over(self, chat_id: UUID | str) -> Message | None:
         """Draw a "start over" boundary at the end of the chat.
 
-        Idempotent: with nothing after the last boundary (or an empty chat) nothing is
-        added, and concurrent calls draw one line (the boundary's ``agui_id`` is derived
-        from the seq it follows).
+        Idempotent: when the newest message is already a "start over" line (or the chat
+        is empty) nothing is added, and concurrent calls draw one line (the boundary's
+        ``agui_id`` is derived from the seq it follows). A compaction boundary as the
+        newest message does not count: its summary still reaches the model, so a line is
+        drawn after it and ``context_messages`` is then empty.
 
         Args:
             chat_id: The chat (a ``UUID`` or its text form).
 
         Returns:
-            The boundary in effect (new or existing), or ``None`` for an empty chat.
+            The "start over" line in effect (new or existing), or ``None`` for an empty
+            chat.
 
         Raises:
             ChatNotFound: If the chat does not exist or is deleted.
@@ -81,7 +84,7 @@ class ContextOps(NestedOps):
         if not page.items:
             return None
         last = page.items[-1]
-        if last.kind is MessageKind.BOUNDARY:
+        if last.kind is MessageKind.BOUNDARY and not _is_compaction(last):
             return last
         return await self._draw_line(
             chat_id, f"threadkeep:start_over:{last.seq}", Boundary(reason="start_over"), ""
