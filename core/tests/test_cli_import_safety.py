@@ -41,7 +41,7 @@ def test_content_the_store_would_refuse_writes_nothing(cli, tmp_path, sqlite_url
     bad = '{"messages": [{"role": "user", "content": "a \\ud800 b"}]}'
     path.write_text(f"[{json.dumps(GOOD)}, {json.dumps(GOOD)}, {bad}]", encoding="utf-8")
     result = cli("import", str(path), "--format", "openai", "--url", sqlite_url)
-    cli.one_line_error(result, "surrogate.json: record 2, message 0", "surrogate")
+    cli.one_line_error(result, "surrogate.json: record 2: record.messages[0].content", "surrogate")
     assert result.exit_code == 2
     assert stats(cli, sqlite_url)["chats"] == 0
 

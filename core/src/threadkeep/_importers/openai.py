@@ -31,7 +31,7 @@ from .._content import prepare_message, validate_model
 from .._errors import IdempotencyConflict, InvalidArgument
 from .._models import Message, Role
 from . import ImportReport, ProgressCallback
-from ._files import read_records
+from ._files import check_record, read_records
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -98,6 +98,30 @@ async def import_openai(
         _conversation(record, source.name, index, lines[index], store.max_message_bytes)
         for index, record in enumerate(records)
     ]
+    first_with: dict[str, str] = {}
+    for conversation in conversations:
+        # The chat as the store would build it, refused now rather than after earlier writes.
+        chat = validate_model(
+            store.chat_model,
+            {
+                "user_id": user_id,
+                "thread_id": conversation.thread_id,
+                "name": conversation.name,
+                "metadata": conversation.metadata,
+            },
+        )
+        try:
+            store.record_body(chat)
+        except InvalidArgument as exc:
+            raise type(exc)(f"{conversation.where}: {exc}") from exc
+        earlier = first_with.setdefault(conversation.thread_id, conversation.where)
+        if earlier is not conversation.where:
+            msg = (
+                f"{conversation.where} has the same id as "
+                f"{earlier.removeprefix(source.name + ': ')}; ids within a file must be unique "
+                '(5 and "5" are the same id)'
+            )
+            raise InvalidArgument(msg)
     report = ImportReport()
     if progress is not None:
         progress(0, len(records))  # checked: writing starts
@@ -128,6 +152,7 @@ def _conversation(
     record: Any, file_name: str, index: int, line: int | None, max_message_bytes: int
 ) -> _Conversation:
     where = f"{file_name}: record {index}" + (f" (line {line})" if line is not None else "")
+    check_record(record, where)
     entries = _entries(record, where)
     messages: list[Message] = []
     for position, entry in enumerate(entries):
