@@ -214,6 +214,12 @@ class ContentTests(ContractBase):
         with pytest.raises(InvalidContent):
             await store.append_tool_call(holder.message_id, RichToolCall(cost_usd=inf))
         with pytest.raises(InvalidContent):
+            await store.append_tool_call(
+                holder.message_id, {"name": "f", "arguments": "{}", "metadata": {"a": inf}}
+            )
+        with pytest.raises(InvalidContent):
+            await store.append_reasoning(holder.message_id, {"content": "r", "extra": [nan]})
+        with pytest.raises(InvalidContent):
             await store.update_chat(chat.chat_id, metadata={"x": nan})
         with pytest.raises(InvalidContent):
             await store.create_chat("u-content", "t-nan-chat", metadata={"x": [inf]})
@@ -222,6 +228,7 @@ class ContentTests(ContractBase):
         assert (await store.get_chat(chat.chat_id)).metadata == {}
         (row,) = await self.raw_messages(store, chat.chat_id)
         assert row.body["tool_calls"] == []
+        assert row.body["reasonings"] == []
 
     @pytest.mark.asyncio
     async def test_oversized_message_is_refused(self, store: Store) -> None:
