@@ -95,8 +95,9 @@ def normalize_url(url: str) -> URL:
 
     Raises:
         InvalidArgument: If the URL cannot be parsed, its scheme is not served here, its
-            port is not a number from 1 to 65535, or a PostgreSQL URL has a query
-            parameter outside :data:`POSTGRES_QUERY_KEYS`; the message names the part.
+            port is not a number from 1 to 65535, a PostgreSQL URL has a query parameter
+            outside :data:`POSTGRES_QUERY_KEYS`, or a SQLite URL names no database file
+            (``:memory:`` is the in-memory database); the message names the part.
     """
     scheme = url.partition("://")[0].lower()
     if scheme not in SCHEMES:
@@ -115,7 +116,31 @@ def normalize_url(url: str) -> URL:
         raise InvalidArgument(msg)
     if parsed.get_backend_name() == "postgresql":
         _check_postgres_query(parsed)
+    else:
+        _check_sqlite(parsed)
     return parsed.set(drivername=SCHEMES[scheme])
+
+
+SQLITE_URL_FORM = "sqlite+aiosqlite:///path/to/file.db"
+"""How a SQLite store URL is written, for error messages (four slashes for an absolute path)."""
+
+_SQLITE_FORMS = (
+    f"write {SQLITE_URL_FORM} (relative to the working directory; "
+    "sqlite+aiosqlite:////abs/path.db for an absolute path), or "
+    "sqlite+aiosqlite:///:memory: for a throwaway in-memory store"
+)
+
+
+def _check_sqlite(url: URL) -> None:
+    """Refuse a SQLite URL that names no database file.
+
+    An empty path (``sqlite+aiosqlite:///``, say from an unset shell variable) would be a
+    throwaway in-memory database: everything written is gone when the store closes.
+    In-memory SQLite is only used when asked for by name (``:memory:``).
+    """
+    if not url.database:
+        msg = f"the SQLite store URL names no database file; {_SQLITE_FORMS}"
+        raise InvalidArgument(msg)
 
 
 def _port_text(url: str) -> str:
@@ -138,7 +163,7 @@ def _check_postgres_query(url: URL) -> None:
 
 
 def _is_memory(url: URL) -> bool:
-    return url.database in (None, "", ":memory:")
+    return url.database == ":memory:"
 
 
 def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
