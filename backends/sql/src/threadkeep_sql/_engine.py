@@ -97,7 +97,8 @@ def normalize_url(url: str) -> URL:
         InvalidArgument: If the URL cannot be parsed, its scheme is not served here, its
             port is not a number from 1 to 65535, a PostgreSQL URL has a query parameter
             outside :data:`POSTGRES_QUERY_KEYS`, or a SQLite URL names no database file
-            (``:memory:`` is the in-memory database); the message names the part.
+            (``:memory:`` is the in-memory database), has a host, user, password, port or
+            query parameter, or a NUL in its path; the message names the part.
     """
     scheme = url.partition("://")[0].lower()
     if scheme not in SCHEMES:
@@ -132,14 +133,47 @@ _SQLITE_FORMS = (
 
 
 def _check_sqlite(url: URL) -> None:
-    """Refuse a SQLite URL that names no database file.
+    """Refuse a SQLite URL that names no file, or has a host, user, port, NUL or query.
 
-    An empty path (``sqlite+aiosqlite:///``, say from an unset shell variable) would be a
-    throwaway in-memory database: everything written is gone when the store closes.
-    In-memory SQLite is only used when asked for by name (``:memory:``).
+    SQLAlchemy would otherwise raise its own ``ArgumentError`` or ``ValueError`` at connect
+    time, or warn and ignore a query parameter (``?mode=ro``). An empty path
+    (``sqlite+aiosqlite:///``, say from an unset shell variable) would be a throwaway
+    in-memory database: everything written is gone when the store closes. In-memory SQLite
+    is only used when asked for by name (``:memory:``).
+
+    Raises:
+        InvalidArgument: Naming the part that is wrong and the URL form to use.
     """
     if not url.database:
         msg = f"the SQLite store URL names no database file; {_SQLITE_FORMS}"
+        raise InvalidArgument(msg)
+    parts = [
+        f"{name} {value!r}"
+        for name, value in (
+            ("host", url.host),
+            ("user", url.username),
+            ("password", "***" if url.password is not None else None),
+            ("port", url.port),
+        )
+        if value is not None
+    ]
+    if parts:
+        msg = (
+            f"a SQLite store URL has no host, user, password or port (this one has "
+            f"{', '.join(parts)}): SQLite is a local file; {_SQLITE_FORMS}"
+        )
+        raise InvalidArgument(msg)
+    if "\x00" in url.database:
+        msg = "the SQLite path in the store URL holds a NUL character (%00); remove it"
+        raise InvalidArgument(msg)
+    if url.query:
+        names = ", ".join(repr(key) for key in sorted(url.query))
+        msg = (
+            f"unsupported query parameter{'s' if len(url.query) > 1 else ''} {names} in the "
+            "SQLite store URL; supported: none (threadkeep opens the file read-write with WAL "
+            f"and a {BUSY_TIMEOUT_MS // 1000} s busy timeout itself); remove everything "
+            "from '?'"
+        )
         raise InvalidArgument(msg)
 
 
