@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import AsyncIterator, Coroutine, Sequence
@@ -33,6 +34,7 @@ from .._errors import InvalidArgument, ThreadkeepError, UnknownDriver
 from .._registry import open_store
 from .._settings import load_settings
 from .._store import Store
+from ._render import visible
 
 __all__ = [
     "DEBUG_ENV",
@@ -190,7 +192,7 @@ class _LogLines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         level = "error" if record.levelno >= logging.ERROR else "warning"
-        text = " ".join(record.getMessage().removeprefix(f"{_PROG}: ").split())
+        text = " ".join(visible(record.getMessage().removeprefix(f"{_PROG}: ")).split())
         typer.echo(f"{_PROG}: {level}: {text}", err=True)
         if record.exc_info and record.exc_info[1] is not None and _debug():
             traceback.print_exception(record.exc_info[1], file=sys.stderr)
@@ -214,7 +216,7 @@ def _fail(exc: BaseException, code: int, *, expected: bool) -> None:
             line += f" (this is a bug; run again with {DEBUG_ENV}=1 for the traceback)"
     usage = isinstance(exc, typer.TyperException) and code == EXIT_USAGE
     hint = _usage_hint(exc) if usage else ""
-    typer.echo(f"{_PROG}: error: {line}{hint}", err=True)
+    typer.echo(f"{_PROG}: error: {visible(line)}{hint}", err=True)
     sys.exit(code)
 
 
@@ -309,9 +311,18 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
         raise Interrupted() from exc
 
 
+_RAW_IN_JSON = re.compile("[\x7f-\x9f]")
+"""DEL and C1 controls: JSON leaves them raw, a terminal may act on them (CSI is U+009B)."""
+
+
 def print_json(data: Any) -> None:
-    """Print ``data`` as one line of JSON on stdout (non-ASCII text kept as is)."""
-    typer.echo(json.dumps(data, ensure_ascii=False))
+    """Print ``data`` as one line of JSON on stdout (non-ASCII text kept as is).
+
+    Control characters are written as JSON escapes (the same value), so stored escape
+    sequences never reach the terminal raw.
+    """
+    text = json.dumps(data, ensure_ascii=False)
+    typer.echo(_RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 def stdout_console() -> Console:

@@ -1,11 +1,13 @@
-"""How the command line shows messages, pages and chats with rich.
+r"""How the command line shows messages, pages and chats with rich.
 
 Stored text is always wrapped in ``rich.text.Text`` (never parsed as markup), so content
-holding ``[brackets]`` prints as written.
+holding ``[brackets]`` prints as written, and passed through :func:`visible` first, so
+terminal control sequences in it are shown escaped (``\x1b[31m``), never acted on.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from rich import box
@@ -17,7 +19,34 @@ from rich.text import Text
 from .._models import Chat, Message, MessageKind, Role
 from .._paging import Page
 
-__all__ = ["WIDE_CHATS", "chats_table", "message_panel", "page_caption"]
+__all__ = ["WIDE_CHATS", "chats_table", "message_panel", "page_caption", "visible"]
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 controls but newline and tab, DEL, and C1 controls (ESC, CSI, bell, carriage return...)."""
+
+_NAMED = {"\r": "\\r"}
+
+
+def visible(text: str) -> str:
+    r"""Return ``text`` with terminal control characters written out as escapes.
+
+    Stored data may hold escape sequences (``\x1b[2J`` clears the screen) or a carriage
+    return that overwrites a line; printed raw they would act on the terminal. Each C0
+    control but newline and tab, DEL and each C1 control becomes ``\xNN`` (``\r`` for a
+    carriage return).
+
+    Args:
+        text: Stored text (content, a name, an id...).
+
+    Returns:
+        The text, safe to print on a terminal.
+    """
+    return _CONTROL.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
+
+
+def _text(value: str, style: str = "") -> Text:
+    return Text(visible(value), style=style)
+
 
 _ROLE_STYLES = {
     Role.USER: "bold cyan",
@@ -46,28 +75,28 @@ def message_panel(message: Message) -> Panel:
 def _message_title(message: Message) -> Text:
     title = Text(f"#{message.seq} ", style="dim")
     if message.kind is MessageKind.BOUNDARY and message.boundary is not None:
-        return title.append(f"boundary: {message.boundary.reason}", style="bold red")
+        return title.append(f"boundary: {visible(message.boundary.reason)}", style="bold red")
     title.append(message.role.value, style=_ROLE_STYLES.get(message.role, ""))
     if message.run_id:
-        title.append(f"  run {message.run_id}", style="dim")
+        title.append(f"  run {visible(message.run_id)}", style="dim")
     return title
 
 
 def _message_lines(message: Message) -> list[RenderableType]:
     lines: list[RenderableType] = [
-        Text(f"thinking: {reasoning.content}", style="italic dim")
+        _text(f"thinking: {reasoning.content}", style="italic dim")
         for reasoning in message.reasonings
     ]
     if message.role is Role.TOOL and message.tool_call_ref:
-        lines.append(Text(f"result of {message.tool_call_ref}:", style="dim"))
+        lines.append(_text(f"result of {message.tool_call_ref}:", style="dim"))
     if message.content:
-        lines.append(Text(message.content))
-    lines.extend(Text(f"[{part.type} part]", style="dim") for part in message.parts)
+        lines.append(_text(message.content))
+    lines.extend(_text(f"[{part.type} part]", style="dim") for part in message.parts)
     for call in message.tool_calls:
-        line = Text("calls ", style="dim").append(call.name, style="bold magenta")
-        line.append("(").append(call.arguments).append(")")
+        line = Text("calls ", style="dim").append(visible(call.name), style="bold magenta")
+        line.append("(").append(visible(call.arguments)).append(")")
         if call.agui_id:
-            line.append(f"  id {call.agui_id}", style="dim")
+            line.append(f"  id {visible(call.agui_id)}", style="dim")
         lines.append(line)
     return lines or [Text("(empty)", style="dim")]
 
@@ -113,12 +142,12 @@ def chats_table(chats: list[Chat], width: int = WIDE_CHATS) -> RenderableType:
     table.add_column("user", overflow="fold", min_width=6, ratio=1)
     table.add_column("name / thread", overflow="fold", min_width=10, ratio=3)
     for chat in chats:
-        about = _name(chat).append("\n").append(chat.thread_id, style="dim")
+        about = _name(chat).append("\n").append(visible(chat.thread_id), style="dim")
         table.add_row(
             Text(str(chat.chat_id)),
             _status(chat),
             Text(_when(chat.last_message_at or chat.created_at)),
-            Text(chat.user_id),
+            _text(chat.user_id),
             about,
         )
     return table
@@ -127,9 +156,9 @@ def chats_table(chats: list[Chat], width: int = WIDE_CHATS) -> RenderableType:
 def _chat_lines(chat: Chat) -> tuple[Text, Text]:
     first = Text(str(chat.chat_id)).append("  ").append_text(_status(chat))
     first.append(f"  {_when(chat.last_message_at or chat.created_at)}  ", style="dim")
-    first.append(chat.user_id)
+    first.append(visible(chat.user_id))
     second = Text("    ").append_text(_name(chat))
-    second.append(f"  thread {chat.thread_id}", style="dim")
+    second.append(f"  thread {visible(chat.thread_id)}", style="dim")
     return first, second
 
 
@@ -139,7 +168,7 @@ def _status(chat: Chat) -> Text:
 
 
 def _name(chat: Chat) -> Text:
-    return Text(chat.name) if chat.name else Text("(no name)", style="dim")
+    return _text(chat.name) if chat.name else Text("(no name)", style="dim")
 
 
 _STATUS_STYLES = {"active": "green", "archived": "cyan", "deleted": "red"}
