@@ -21,8 +21,9 @@ folded into one record per reasoning message, ``RUN_ERROR`` runs ended ``errored
 Keys are deterministic, so importing again changes nothing: the chat of a run is
 ``agui:<source>:<threadId>`` (``<source>`` is the file name, up to a ``#`` turn suffix, plus
 ``#<name>`` for a named stream) and a run already stored in it is skipped. Events that do
-not parse (not JSON, an unknown shape, a required field missing) are skipped with a
-warning in the ``threadkeep.import`` log.
+not parse (not JSON, an unknown shape, a required field missing) are skipped, with one
+warning per file in the ``threadkeep.import`` log counting them and showing the first; a file
+named directly that holds no event at all fails with one error saying the same.
 
 Some recorders reuse an id, for example a tool call's id as its result's message id. The
 run's single batch is then refused and its messages are written one by one: the message
@@ -156,20 +157,32 @@ def _siblings(path: Path) -> list[Path]:
 
 
 def _read(path: Path, *, strict: bool) -> list[_Source]:
+    """Read one file; what does not parse is summed up in one line, never one per item.
+
+    A file named directly (``strict``) that holds nothing importable fails with one error
+    (the skipped items counted in it); otherwise one warning per file counts what was
+    skipped and shows the first problem.
+    """
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"cannot read {path}: {exc}") from exc
     parsed = read_event_text(text) if text.strip() else None
-    sources = _classify(path, parsed.items if parsed else [])
-    for problem in parsed.problems if parsed else []:
-        _log.warning("%s: %s; skipped", path, problem)
+    skipped = list(parsed.problems) if parsed else []
+    sources = _classify(path, parsed.items if parsed else [], skipped)
+    summary = ""
+    if skipped:
+        count = f"{len(skipped)} item{'s' if len(skipped) > 1 else ''}"
+        summary = f"{count} skipped as not AG-UI events (first: {skipped[0]})"
     if strict and not sources:
-        raise InvalidArgument(f"{path} holds no AG-UI events or RunAgentInput request")
+        msg = f"{path} holds no AG-UI events or RunAgentInput request"
+        raise InvalidArgument(msg + (f": {summary}; is --format right?" if summary else ""))
+    if summary:
+        _log.warning("%s: %s", path, summary)
     return sources
 
 
-def _classify(path: Path, items: list[Any]) -> list[_Source]:
+def _classify(path: Path, items: list[Any], skipped: list[str]) -> list[_Source]:
     base = path.name.split("#", 1)[0]
     if len(items) == 1 and isinstance(items[0], dict):
         document = items[0]
@@ -177,20 +190,21 @@ def _classify(path: Path, items: list[Any]) -> list[_Source]:
             return [_Source(base, request=document)]
         if "type" not in document and all(isinstance(v, list) for v in document.values()):
             return [
-                _Source(f"{path.name}#{name}", _events(path, value))
+                _Source(f"{path.name}#{name}", _events(value, skipped, f"{name}: "))
                 for name, value in document.items()
             ]
-    events = _events(path, items)
+    events = _events(items, skipped)
     return [_Source(base, events)] if events else []
 
 
-def _events(path: Path, items: list[Any]) -> list[BaseEvent]:
+def _events(items: list[Any], skipped: list[str], prefix: str = "") -> list[BaseEvent]:
+    """Return the items that parse as AG-UI events; add a line per other item to ``skipped``."""
     events: list[BaseEvent] = []
     for index, item in enumerate(items):
         try:
             events.append(parse_event(item))
         except InvalidArgument as exc:
-            _log.warning("%s: event %d skipped: %s", path, index, exc)
+            skipped.append(f"{prefix}event {index}: {exc}")
     return events
 
 
