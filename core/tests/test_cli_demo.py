@@ -63,3 +63,24 @@ def test_demo_stores_linked_tool_results_and_reasoning(cli, demo_url: str):
 
 def test_demo_page_size_is_validated(cli, memory_url: str):
     cli.one_line_error(cli("demo", "--url", memory_url, "--page-size", "0"), "--page-size")
+
+
+def test_the_next_hint_repeats_page_size_and_quotes_the_url(cli, tmp_path):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'sp ace.db'}"
+    result = cli("demo", "--url", url, "--page-size", "7")
+    assert result.exit_code == 0, result.output
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("Next: threadkeep history ")
+    assert last.endswith(f"--url '{url}' --limit 7")
+    chat_id = last.split()[3]
+    again = cli("history", chat_id, "--url", url, "--limit", "7")
+    assert again.exit_code == 0, again.output
+    page = cli.json("history", chat_id, "--url", url, "--limit", "7", "--json")
+    assert len(page["items"]) == 7
+
+
+def test_the_next_hint_says_a_memory_store_is_gone(cli, memory_url):
+    result = cli("demo", "--url", memory_url)
+    last = result.stdout.strip().splitlines()[-1]
+    assert "lived in this process only" in last
+    assert "Next:" not in last

@@ -8,6 +8,7 @@ idempotent appends).
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated
 
 import typer
@@ -15,8 +16,9 @@ from rich.rule import Rule
 from rich.text import Text
 
 from .._models import Chat, Message, Reasoning, Role, ToolCall
+from .._registry import mask_url
 from .._store import Store
-from ._app import UrlOption, opened_store, run, stdout_console
+from ._app import UrlOption, opened_store, resolve_url, run, stdout_console
 from ._render import message_panel, page_caption
 
 __all__ = ["DEMO_THREAD_ID", "DEMO_USER_ID", "demo_messages", "register"]
@@ -120,11 +122,38 @@ async def _demo(url: str | None, page_size: int) -> None:
             if not page.has_more:
                 break
             cursor = page.next_cursor
-        again = f" --url {url}" if url else ""
-        console.print(
-            Text(f"Next: threadkeep history {chat.chat_id} --limit 4{again}", style="dim"),
-            soft_wrap=True,
+        console.print(next_hint(chat, url, page_size), soft_wrap=True)
+
+
+def next_hint(chat: Chat, url: str | None, page_size: int) -> Text:
+    """Return the demo's last line: the ``history`` command that reads the chat again.
+
+    Args:
+        chat: The demo chat.
+        url: The ``--url`` given, or ``None`` (then the resolved URL is used).
+        page_size: The ``--page-size`` used; the command repeats it as ``--limit``.
+
+    Returns:
+        ``Next: threadkeep history ID --url URL --limit N`` (shell-quoted, a password shown
+        as ``***``), or, for an in-process ``memory://`` store, a line saying the chat is gone.
+
+    Raises:
+        InvalidArgument: If the settings (for the resolved URL) are invalid.
+    """
+    store_url = resolve_url(url)
+    if store_url.partition("://")[0].lower() == "memory":
+        return Text(
+            f"The {store_url} store lived in this process only: the chat is gone now. Give "
+            "--url a database (for example sqlite+aiosqlite:///./demo.db) to read it again "
+            "with threadkeep history.",
+            style="dim",
         )
+    shown = mask_url(store_url)
+    words = ["threadkeep", "history", str(chat.chat_id), "--url", shown]
+    line = f"Next: {shlex.join([*words, '--limit', str(page_size)])}"
+    if shown != store_url:
+        line += "  (password hidden: put it back in place of ***)"
+    return Text(line, style="dim")
 
 
 def demo(
