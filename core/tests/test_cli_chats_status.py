@@ -6,6 +6,7 @@ import asyncio
 from uuid import UUID
 
 from rich.console import Console
+from rich.table import Table
 
 from threadkeep import Chat, open_store
 from threadkeep.cli._render import chats_table
@@ -62,3 +63,19 @@ def test_the_table_has_a_status_column_and_whole_ids(cli, transcripts, sqlite_ur
         assert "deleted" in text
         assert "three.json #0" in text
     assert "status" in text  # the wide layout is a table with headers
+
+
+def test_long_thread_ids_are_never_folded_at_any_width():
+    threads = [
+        f"agui:PostRun_WithApprovalRequired_RoundTripsThroughBothWrappers:t{i}" for i in (1, 2)
+    ]
+    chats = [Chat(user_id="importer-user", thread_id=t, name=f"chat {t[-1]}") for t in threads]
+    for width in range(80, 200):
+        console = Console(width=width, record=True)
+        shown = chats_table(chats, width)
+        console.print(shown, soft_wrap=not isinstance(shown, Table))
+        lines = console.export_text().splitlines()
+        for whole in [*threads, "importer-user", *(str(c.chat_id) for c in chats)]:
+            assert any(whole in line for line in lines), (width, whole, lines)
+    assert isinstance(chats_table(chats, 200), Table)  # wide enough: still a table
+    assert not isinstance(chats_table(chats, 100), Table)

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from uuid import UUID
 
 import typer
+from rich.table import Table
 from rich.text import Text
 
 from .._errors import ChatNotFound
@@ -138,7 +139,9 @@ def chats(
         print_json(_page_json(page))
         return
     console = stdout_console()
-    console.print(chats_table(page.items, console.width))
+    shown = chats_table(page.items, console.width)
+    # Two lines a chat: soft wrap, so rich never folds an id (the terminal wraps the line).
+    console.print(shown, soft_wrap=not isinstance(shown, Table))
     command = ["chats", *(["--user", user] if user is not None else [])]
     command += ["--deleted"] if deleted else []
     # soft_wrap: the command must stay copyable

@@ -113,7 +113,20 @@ def page_caption(page: Page[Message], number: int) -> Text:
 
 
 WIDE_CHATS = 100
-"""Console width from which ``chats`` prints a table; narrower consoles get two lines a chat."""
+"""Console width from which ``chats`` may print a table; narrower consoles get two lines a chat."""
+
+_FIXED_COLUMNS = 36 + 8 + 16
+"""Widths of the chat id, status and time columns of the ``chats`` table."""
+
+_GAPS = 4 * 3
+"""Between the table's five columns: padding either side and a separator."""
+
+
+def _table_widths(chats: list[Chat]) -> tuple[int, int, int]:
+    """Return the user and thread column widths that keep every id whole, and the total."""
+    user = max([6, *(len(visible(chat.user_id)) for chat in chats)])
+    thread = max([10, *(len(visible(chat.thread_id)) for chat in chats)])
+    return user, thread, _FIXED_COLUMNS + user + thread + _GAPS
 
 
 def chats_table(chats: list[Chat], width: int = WIDE_CHATS) -> RenderableType:
@@ -122,9 +135,10 @@ def chats_table(chats: list[Chat], width: int = WIDE_CHATS) -> RenderableType:
     Each chat shows its id (never wrapped: it is copied into other commands), status
     (``active``, ``archived``: read back from the archive on first read, or ``deleted``:
     hidden until ``threadkeep restore``), last message time (UTC to the minute; creation
-    time when it has no message yet), user, name and thread key. Under
-    :data:`WIDE_CHATS` columns the id, status, time and user make the first line and the
-    name and thread the second.
+    time when it has no message yet), user, name and thread key. The table is used from
+    :data:`WIDE_CHATS` columns when every chat, user and thread id fits whole in it;
+    otherwise the id, status, time and user make the first line and the name and thread
+    the second (print these with ``soft_wrap=True`` so a long id is never folded by rich).
 
     Args:
         chats: The chats of one page, in page order.
@@ -133,14 +147,15 @@ def chats_table(chats: list[Chat], width: int = WIDE_CHATS) -> RenderableType:
     Returns:
         A rich renderable (a ``Table``, or a ``Group`` of lines).
     """
-    if width < WIDE_CHATS:
+    user_width, thread_width, needed = _table_widths(chats)
+    if width < max(WIDE_CHATS, needed):
         return Group(*(line for chat in chats for line in _chat_lines(chat)))
     table = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("chat_id", no_wrap=True, min_width=36)
     table.add_column("status", no_wrap=True, min_width=8)
     table.add_column("last (UTC)", no_wrap=True, min_width=16)
-    table.add_column("user", overflow="fold", min_width=6, ratio=1)
-    table.add_column("name / thread", overflow="fold", min_width=10, ratio=3)
+    table.add_column("user", overflow="fold", min_width=user_width, ratio=1)
+    table.add_column("name / thread", overflow="fold", min_width=thread_width, ratio=3)
     for chat in chats:
         about = _name(chat).append("\n").append(visible(chat.thread_id), style="dim")
         table.add_row(
