@@ -15,6 +15,8 @@ PG = "postgresql+asyncpg://tk:pw@127.0.0.1"
         (f"{PG}:99999/db", ("port 99999", "1 to 65535")),
         (f"{PG}:0/db", ("port 0", "out of range")),
         (f"{PG}:abc/db", ("port 'abc'", "not a number")),
+        ("postgresql+asyncpg://[::1/db", ("host '[::1'", "never closes", "malformed")),
+        ("postgresql+asyncpg://u:p@[::1:5432/db", ("host '[::1:5432'", "never closes")),
         (f"{PG}/db?foo=bar", ("unknown query parameter 'foo'", "known: ", "schema")),
         (f"{PG}/db?sslmode=require", ("'sslmode'", "use ssl (for example ?ssl=require)")),
         ("mongodb://127.0.0.1:99999/x", ("MongoDB URL", "Port")),
@@ -41,6 +43,14 @@ def test_a_short_cursor_secret_is_refused_before_connecting(cli, sqlite_url, tmp
     assert not (tmp_path / "threadkeep-test.db").exists()  # refused before opening
     with pytest.raises(InvalidArgument, match="too short"):
         open_store("memory://", cursor_secret=b"0123456789")
+
+
+def test_a_short_cursor_secret_from_the_settings_file_names_the_file(cli, memory_url, tmp_path):
+    (tmp_path / "threadkeep.toml").write_text('cursor_secret = "short"\n', encoding="utf-8")
+    result = cli("chats", "--url", memory_url)
+    line = cli.one_line_error(result, "cursor_secret in the settings file threadkeep.toml")
+    assert "THREADKEEP_CURSOR_SECRET" not in line
+    assert result.exit_code == 2
 
 
 @pytest.mark.parametrize("duration", ["99999999999d", "999999d", "99999999999w"])

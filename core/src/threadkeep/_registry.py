@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ._cursor import CursorCodec
 from ._errors import InvalidArgument, UnknownDriver
 from ._plugins import plugin_manager
-from ._settings import load_settings
+from ._settings import load_settings, setting_source
 
 if TYPE_CHECKING:
     from ._store import Store
@@ -215,5 +216,22 @@ def open_store(url: str | None = None, **options: Any) -> Store:
     """
     settings = load_settings(url=url)
     if options.get("cursor_secret") is None and settings.cursor_secret:
+        _check_cursor_secret(settings.cursor_secret, setting_source("cursor_secret"))
         options["cursor_secret"] = settings.cursor_secret
     return driver_class_for(settings.url).from_url(settings.url, **options)
+
+
+def _check_cursor_secret(secret: str, source: str) -> None:
+    """Refuse a configured cursor secret that is too short, naming where it was set.
+
+    Raises:
+        InvalidArgument: If ``secret`` is under the minimum length.
+    """
+    try:
+        CursorCodec(secret.encode("utf-8"))
+    except ValueError as exc:
+        msg = (
+            f"cursor_secret (from {source}) is too short: {exc}; generate one with: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+        raise InvalidArgument(msg) from exc

@@ -28,7 +28,14 @@ from pydantic_settings import (
 
 from ._errors import InvalidArgument
 
-__all__ = ["CONFIG_ENV", "DEFAULT_CONFIG_FILE", "DEFAULT_URL", "Settings", "load_settings"]
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_CONFIG_FILE",
+    "DEFAULT_URL",
+    "Settings",
+    "load_settings",
+    "setting_source",
+]
 
 DEFAULT_URL = "sqlite+aiosqlite:///./threadkeep.db"
 """The embedded default store: a SQLite file in the working directory."""
@@ -147,3 +154,22 @@ def load_settings(**overrides: str | None) -> Settings:
         env = f"THREADKEEP_{key.upper()}"
         msg = f"invalid setting {key!r} (from an argument, {env} or {path}): {first['msg']}"
         raise InvalidArgument(msg) from exc
+
+
+def setting_source(key: str) -> str:
+    """Return where the effective value of setting ``key`` came from, for error messages.
+
+    Arguments are not seen here: call it for a value that came from :func:`load_settings`
+    without an override.
+
+    Args:
+        key: A :class:`Settings` field name, for example ``"cursor_secret"``.
+
+    Returns:
+        ``"THREADKEEP_<KEY>"`` when that variable is set, else ``"<key> in <settings file>"``.
+    """
+    env = f"THREADKEEP_{key.upper()}"
+    if os.environ.get(env) is not None:
+        return env
+    path, _ = _config_path()
+    return f"{key} in the settings file {path}"

@@ -106,7 +106,15 @@ def normalize_url(url: str) -> URL:
         raise InvalidArgument(msg)
     try:
         parsed = make_url(url)
-    except ValueError as exc:  # a port that is not a number
+    except ValueError as exc:  # a port that is not a number, or an unclosed '['
+        netloc = _netloc(url).rpartition("@")[2]
+        if netloc.startswith("[") and "]" not in netloc:
+            msg = (
+                f"the host {netloc!r} in the store URL opens '[' and never closes it; the URL "
+                "is malformed: write an IPv6 host in brackets, for example "
+                "postgresql+asyncpg://user@[::1]:5432/db"
+            )
+            raise InvalidArgument(msg) from exc
         port = _port_text(url)
         msg = f"the port {port!r} in the store URL is not a number; give 1 to 65535"
         raise InvalidArgument(msg) from exc
@@ -177,9 +185,12 @@ def _check_sqlite(url: URL) -> None:
         raise InvalidArgument(msg)
 
 
+def _netloc(url: str) -> str:
+    return url.partition("://")[2].split("/", 1)[0].split("?", 1)[0]
+
+
 def _port_text(url: str) -> str:
-    netloc = url.partition("://")[2].split("/", 1)[0].split("?", 1)[0]
-    return netloc.rpartition("@")[2].rpartition(":")[2]
+    return _netloc(url).rpartition("@")[2].rpartition(":")[2]
 
 
 def _check_postgres_query(url: URL) -> None:
