@@ -172,6 +172,49 @@ class BoundaryTests(ContractBase):
         assert len(await self.raw_messages(store, chat.chat_id)) == 1
 
     @pytest.mark.asyncio
+    async def test_appended_compaction_follows_compact_rules(self, store: Store) -> None:
+        """A compaction boundary given to ``append_message(s)`` obeys ``compact``'s rules.
+
+        ``upto_seq`` missing, below the current cut, or beyond the newest seq stored
+        before the batch raises ``InvalidArgument``, and nothing of the batch is written;
+        a valid one is stored and sets the context like ``compact``.
+        """
+        chat = await store.create_chat("u-bound", "t-raw-compaction")
+        stored = await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"r{i}") for i in range(6)]
+        )
+        seqs = [m.seq or 0 for m in stored]
+        first = await store.compact(chat.chat_id, "up to r3", seqs[3])
+        rows = len(await self.raw_messages(store, chat.chat_id))
+
+        def marker(upto: int | None, content: str = "s") -> dict[str, object]:
+            return {
+                "role": "system",
+                "kind": "boundary",
+                "boundary": {"reason": "compaction", "upto_seq": upto},
+                "content": content,
+            }
+
+        for upto in (seqs[1], 0, seqs[5] + 100, None):
+            with pytest.raises(InvalidArgument):
+                await store.append_message(chat.chat_id, marker(upto))
+            with pytest.raises(InvalidArgument):
+                await store.append_messages(
+                    chat.chat_id, [Message(role="user", content="x"), marker(upto)]
+                )
+        with pytest.raises(InvalidArgument):
+            await store.append_messages(chat.chat_id, [marker(seqs[5]), marker(seqs[4])])
+        assert len(await self.raw_messages(store, chat.chat_id)) == rows, "a refused batch wrote"
+        await store.append_message(chat.chat_id, marker(seqs[4], "up to r4"))
+        context = await store.context_messages(chat.chat_id)
+        assert [m.content for m in context] == ["up to r4", "r5"]
+        retry = await store.append_message(chat.chat_id, first)
+        assert retry.message_id == first.message_id, "a retry of a stored boundary is a retry"
+        await store.delete_messages(chat.chat_id, [first.message_id])
+        hidden = await store.append_messages(chat.chat_id, [first])
+        assert hidden[0].message_id == first.message_id, "a hidden stored boundary is a retry"
+
+    @pytest.mark.asyncio
     async def test_context_never_starts_with_orphan_tool_result(self, store: Store) -> None:
         """A context window never holds a tool result whose call was cut off."""
         chat = await store.create_chat("u-bound", "t-orphan")

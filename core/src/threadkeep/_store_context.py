@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from ._boundary_rules import boundary_cut
+from ._boundary_rules import is_compaction as _is_compaction
 from ._errors import Conflict, InvalidArgument
 from ._models import Boundary, Message, MessageKind, Role
 from ._store_args import as_count, as_id, as_text
@@ -36,22 +38,6 @@ def trim_orphan_tool_results(messages: list[Message]) -> list[Message]:
                 seen_calls.add(call.agui_id)
         kept.append(message)
     return kept
-
-
-def boundary_cut(boundary: Message) -> int:
-    """Return the last seq a boundary takes out of the model's context (its "cut").
-
-    A compaction cuts up to its ``upto_seq`` (its summary stands in for those messages);
-    a "start over" line cuts everything up to itself (its own ``seq``).
-    """
-    marker = boundary.boundary
-    if marker is not None and marker.reason == "compaction" and marker.upto_seq is not None:
-        return marker.upto_seq
-    return boundary.seq or 0
-
-
-def _is_compaction(message: Message) -> bool:
-    return message.boundary is not None and message.boundary.reason == "compaction"
 
 
 class ContextOps(NestedOps):

@@ -6,8 +6,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
+from ._boundary_rules import boundary_cut, check_compactions, is_compaction
 from ._content import PreparedMessage, validate_model
-from ._errors import Conflict, IdempotencyConflict, InvalidArgument, MessageNotFound
+from ._errors import (
+    CapabilityNotSupported,
+    Conflict,
+    IdempotencyConflict,
+    InvalidArgument,
+    MessageNotFound,
+)
 from ._models import Message, MessageInput
 from ._paging import DEFAULT_PAGE_LIMIT, MessageFilter, Page, Viewer
 from ._plugins import notify_messages_committed
@@ -77,7 +84,9 @@ class MessageOps(ChatOps):
             InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
             PayloadTooLarge: If it is over ``max_message_bytes`` (payload, UTF-8 bytes) or
                 its other fields over 1 MiB of JSON; nothing is written.
-            InvalidArgument: If ``chat_id`` is not an id or the message does not validate.
+            InvalidArgument: If ``chat_id`` is not an id, the message does not validate,
+                or it is a compaction boundary that breaks ``compact``'s rules (see
+                :meth:`append_messages`).
             BackendUnavailable: If the backend fails; nothing is written.
         """
         (stored,) = await self.append_messages(chat_id, [message])
@@ -112,8 +121,11 @@ class MessageOps(ChatOps):
             InvalidContent: If a string holds a lone surrogate, or a float is NaN or
                 infinite; nothing is written.
             PayloadTooLarge: If a message is over the limits above; nothing is written.
-            InvalidArgument: If ``chat_id`` is not an id, ``messages`` is not a list, or a
-                message does not validate; nothing is written.
+            InvalidArgument: If ``chat_id`` is not an id, ``messages`` is not a list, a
+                message does not validate, or a compaction boundary breaks ``compact``'s
+                rules (its ``upto_seq`` is missing, below the current cut, or beyond the
+                newest seq stored before the batch; a retry of a stored boundary is
+                a retry, not held to them); nothing is written.
             Conflict: If the chat changed state (archived meanwhile) during the append.
             BackendUnavailable: If the backend fails; nothing is written.
         """
@@ -122,6 +134,7 @@ class MessageOps(ChatOps):
         prepared = self._prepare_batch(chat_id, messages)
         if not prepared:
             return []
+        await self._check_compactions(chat_id, prepared)
         unique, positions = _dedupe_batch(prepared)
         results = await self._insert_messages(chat_id, unique, self._now())
         if results is None:
@@ -136,6 +149,51 @@ class MessageOps(ChatOps):
         if created_messages:
             notify_messages_committed(self, chat_id, created_messages)
         return [results[i][0] for i in positions]
+
+    async def _check_compactions(self, chat_id: UUID, prepared: list[PreparedMessage]) -> None:
+        """Hold compaction boundaries in the batch to ``compact``'s rules (no-op without one).
+
+        Raises:
+            InvalidArgument: See :func:`check_compactions`.
+            ChatNotFound: If the chat does not exist or is deleted.
+        """
+        batch = [item.message for item in prepared]
+        if not any(is_compaction(message) for message in batch):
+            return
+        page = await self.list_messages(chat_id, limit=1)
+        newest = page.items[-1].seq if page.items else None
+        last = await self._last_boundary(chat_id)
+        cut = 0 if last is None else boundary_cut(last)
+        try:
+            check_compactions(chat_id, batch, newest, cut)
+        except InvalidArgument:
+            # A retry of a stored boundary is not held to the rules (it writes nothing):
+            # look for stored agui_ids only now, on the rare refused path.
+            wanted = {m.agui_id for m in batch if is_compaction(m) and m.agui_id is not None}
+            retries = await self._stored_agui_ids(chat_id, wanted)
+            if not retries:
+                raise
+            check_compactions(chat_id, batch, newest, cut, retries)
+
+    async def _stored_agui_ids(self, chat_id: UUID, agui_ids: set[str]) -> frozenset[str]:
+        """Return which of ``agui_ids`` the chat stores, visible or hidden.
+
+        Hidden messages are found with the archive scan where the driver has it.
+        """
+        found = set()
+        for agui_id in agui_ids:
+            if await self._get_message_by_agui_id(chat_id, agui_id) is not None:
+                found.add(agui_id)
+        missing = agui_ids - found
+        after = 0
+        try:
+            while missing and (batch := await self._scan_messages(chat_id, after, 500)):
+                found |= missing & {m.agui_id for m in batch}
+                missing -= found
+                after = batch[-1].seq or after
+        except CapabilityNotSupported:
+            pass  # no scan: a hidden stored boundary is checked like a new one
+        return frozenset(found)
 
     def _same_payload(self, stored: Message, item: PreparedMessage) -> bool:
         """Whether a retry equals the stored message (SPEC section 3, idempotency).

@@ -70,7 +70,7 @@ class RunBatchOps(RunOps):
         run_id = as_text(run_id, "run_id")
         owner = as_text(owner, "owner")
         lease = timedelta(seconds=as_positive_seconds(lease_seconds, "lease_seconds"))
-        prepared = self._prepared_batch(chat_id, messages)
+        prepared = await self._prepared_batch(chat_id, messages)
         for _ in range(_CAS_ATTEMPTS):
             await self._require_hot_chat(chat_id)
             now = self._now()
@@ -159,7 +159,7 @@ class RunBatchOps(RunOps):
             raise InvalidArgument(f"end_run writes steps of chat {chat_id} only")
         for step in given:
             self.record_body(step)
-        prepared = self._prepared_batch(chat_id, messages)
+        prepared = await self._prepared_batch(chat_id, messages)
         for _ in range(_CAS_ATTEMPTS):
             await self._require_hot_chat(chat_id)
             current = await self.get_run(chat_id, run_id)
@@ -182,10 +182,12 @@ class RunBatchOps(RunOps):
                 return result[0]
         raise Conflict(f"run {run_id!r} kept changing under concurrent writers")
 
-    def _prepared_batch(
+    async def _prepared_batch(
         self, chat_id: UUID, messages: Sequence[MessageInput]
     ) -> list[PreparedMessage]:
-        return _dedupe_batch(self._prepare_batch(chat_id, messages))[0]
+        prepared = self._prepare_batch(chat_id, messages)
+        await self._check_compactions(chat_id, prepared)  # as append_messages does
+        return _dedupe_batch(prepared)[0]
 
     def _committed(
         self,
