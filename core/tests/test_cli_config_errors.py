@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from threadkeep import InvalidArgument, open_store
@@ -94,4 +96,14 @@ def test_sqlite_paths_that_are_not_databases(cli, tmp_path):
 def test_archive_without_an_archive_url_names_every_way_to_give_one(cli, memory_url):
     result = cli("archive", "--older-than", "30d", "--url", memory_url)
     cli.one_line_error(result, "--archive-url", "THREADKEEP_ARCHIVE_URL", "archive_url")
+    assert result.exit_code == 2
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux /proc")
+def test_an_archive_directory_that_cannot_be_created_is_a_configuration_error(cli, memory_url):
+    result = cli(
+        "archive", "--older-than", "0d", "--url", memory_url, "--archive-url", "file:///proc/nope"
+    )
+    line = cli.one_line_error(result, "/proc/nope", "cannot be created", "configuration error")
+    assert "retry later" not in line
     assert result.exit_code == 2

@@ -8,7 +8,9 @@ flag: its ``archive_ref`` names the bundle (docs/archive.md).
 
 from __future__ import annotations
 
+import errno
 import re
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from uuid import UUID
@@ -17,7 +19,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .._archive import ArchiveResult, open_archiver
-from .._errors import ChatNotFound
+from .._errors import BackendUnavailable, ChatNotFound
 from .._models import Chat, ChatStatus
 from .._settings import load_settings
 from ._app import (
@@ -108,7 +110,14 @@ def archive(
 async def _archive_idle(
     url: str | None, archive_url: str | None, idle: timedelta, limit: int | None
 ) -> list[ArchiveResult]:
-    async with opened_store(url) as store, open_archiver(store, archive_url) as archiver:
+    async with opened_store(url) as store, AsyncExitStack() as stack:
+        try:
+            archiver = await stack.enter_async_context(open_archiver(store, archive_url))
+        except BackendUnavailable as exc:
+            usage = _unusable_archive_root(exc)
+            if usage is None:
+                raise
+            raise usage from exc
         total = await archiver.count_idle(idle)
         if limit is not None:
             total = min(total, limit)
@@ -124,6 +133,32 @@ async def _archive_idle(
             return await archiver.archive_idle(
                 idle, limit=limit, progress=lambda _: progress.advance(task)
             )
+
+
+_CONFIGURATION_ERRNOS = frozenset(
+    {errno.ENOENT, errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR}
+)
+"""File-system refusals that do not pass with time: the archive URL has to change."""
+
+
+def _unusable_archive_root(exc: BackendUnavailable) -> CliError | None:
+    """Return a usage error when opening a ``file://`` archive failed for good, else ``None``.
+
+    The file archive maps a directory it cannot create (``file:///proc/x``, a read-only
+    file system) to ``BackendUnavailable`` ("retry later"); retrying does not help, the
+    archive URL is wrong.
+    """
+    cause = exc.__cause__
+    if not isinstance(cause, OSError) or cause.errno not in _CONFIGURATION_ERRNOS:
+        return None
+    where = cause.filename if cause.filename is not None else "the archive root"
+    msg = (
+        f"the archive directory {where} cannot be created or written: {cause.strerror}; "
+        "this is a configuration error, not a passing fault: give an archive URL of a "
+        "directory that exists or can be created (--archive-url, THREADKEEP_ARCHIVE_URL or "
+        "archive_url in the settings file)"
+    )
+    return CliError(msg, exit_code=EXIT_USAGE)
 
 
 def restore(
