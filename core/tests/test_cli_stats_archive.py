@@ -35,3 +35,29 @@ def test_stats_counts_archived_chats_without_restoring_them(cli, transcripts, sq
         human == "2 chats, 5 messages, 1 tool calls (1 archived chats: their messages not counted)"
     )
     assert asyncio.run(status_of(sqlite_url, "openai:runs.json:0")) is ChatStatus.ARCHIVED
+
+
+def test_a_damaged_bundle_names_the_chat_object_and_what_to_do(
+    cli, transcripts, sqlite_url, tmp_path
+):
+    path = transcripts.write("runs.json", [transcripts.record(2)])
+    assert cli("import", str(path), "--format", "openai", "--url", sqlite_url).exit_code == 0
+    archive_url = f"file://{tmp_path / 'archive'}"
+    asyncio.run(archive_one(sqlite_url, archive_url, "openai:runs.json:0"))
+    (bundle,) = (tmp_path / "archive").rglob("*.tkb")
+    data = bytearray(bundle.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 40] = bytes(b ^ 0xFF for b in data[middle : middle + 40])
+    bundle.write_bytes(bytes(data))
+    chat_id = cli.json("chats", "--json", "--url", sqlite_url)["items"][0]["chat_id"]
+    for command in ("history", "restore"):
+        result = cli(command, chat_id, "--url", sqlite_url)
+        cli.one_line_error(
+            result,
+            f"chat {chat_id}",
+            bundle.name,
+            "stays archived",
+            "restore that object from a backup",
+        )
+        assert result.exit_code == 1
+    assert asyncio.run(status_of(sqlite_url, "openai:runs.json:0")) is ChatStatus.ARCHIVED

@@ -176,7 +176,9 @@ class BundleReader:
                         yield line
             pending += decompressor.flush()
         except zlib.error as exc:
-            raise ArchiveIntegrityError(f"bundle is not valid gzip: {exc}") from exc
+            raise ArchiveIntegrityError(
+                f"bundle is not valid gzip (damaged, or not a threadkeep bundle): {exc}"
+            ) from exc
         if not decompressor.eof or pending:
             raise ArchiveIntegrityError("bundle is truncated; it was not written completely")
         self.sha256 = digest.hexdigest()

@@ -19,7 +19,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .._archive import ArchiveResult, open_archiver
-from .._errors import BackendUnavailable, ChatNotFound
+from .._errors import ArchiveIntegrityError, BackendUnavailable, ChatNotFound
 from .._models import Chat, ChatStatus
 from .._settings import load_settings
 from ._app import (
@@ -33,7 +33,7 @@ from ._app import (
     stderr_console,
     stdout_console,
 )
-from ._read import missing_chat
+from ._read import damaged_archive, missing_chat
 
 __all__ = ["archive", "parse_duration", "register", "restore"]
 
@@ -180,6 +180,8 @@ def restore(
                 return before, await store.restore_chat(chat_id)
             except ChatNotFound as exc:
                 raise await missing_chat(store, chat_id, exc) from exc
+            except ArchiveIntegrityError as exc:
+                raise await damaged_archive(store, chat_id, exc) from exc
 
     before, chat = run(go())
     if as_json:

@@ -8,6 +8,7 @@ page printed to walk to older items. ``--json`` prints
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from typing import Annotated, Any
 from uuid import UUID
@@ -16,7 +17,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from .._errors import ChatNotFound
+from .._archive import ArchiveRef
+from .._errors import ArchiveError, ArchiveIntegrityError, ChatNotFound
 from .._models import ChatStatus, MessageKind
 from .._paging import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, ChatFilter, MessageFilter, Page
 from .._registry import mask_url
@@ -38,6 +40,7 @@ from ._render import chats_table, message_panel
 __all__ = [
     "chats",
     "count_store",
+    "damaged_archive",
     "history",
     "missing_chat",
     "more_hint",
@@ -113,6 +116,34 @@ async def missing_chat(store: Store, chat_id: UUID, exc: ChatNotFound) -> ChatNo
     return ChatNotFound(msg)
 
 
+async def damaged_archive(
+    store: Store, chat_id: UUID, exc: ArchiveIntegrityError
+) -> ArchiveIntegrityError:
+    """Return ``exc`` naming the chat, its archive object and what to do about it.
+
+    Args:
+        store: The open store that raised ``exc``.
+        chat_id: The archived chat whose bundle could not be read back.
+        exc: The ``ArchiveIntegrityError`` reading the bundle raised.
+
+    Returns:
+        An ``ArchiveIntegrityError`` whose message names the chat and the object, says the
+        chat stays archived and unreadable, and that the object must be restored from a
+        backup (its SHA-256 is checked) before reading the chat again.
+    """
+    chat = await store._get_chat(chat_id)  # a driver primitive: no restore attempted
+    where = "its archive bundle"
+    if chat is not None and chat.archive_ref:
+        with contextlib.suppress(ArchiveError):  # unparsable: the chat is named all the same
+            where += f" {ArchiveRef.parse(chat.archive_ref).object_url}"
+    msg = (
+        f"chat {chat_id}: {where} cannot be read back ({exc}); the chat stays archived "
+        "and its messages unreadable: restore that object from a backup (the original "
+        "bytes: its SHA-256 is checked), then run the command again"
+    )
+    return ArchiveIntegrityError(msg)
+
+
 def chats(
     *,
     user: UserOption = None,
@@ -163,6 +194,8 @@ def history(
                 return await store.list_messages(chat_id, limit=limit, cursor=cursor)
             except ChatNotFound as exc:
                 raise await missing_chat(store, chat_id, exc) from exc
+            except ArchiveIntegrityError as exc:
+                raise await damaged_archive(store, chat_id, exc) from exc
 
     page = run(read())
     if as_json:
