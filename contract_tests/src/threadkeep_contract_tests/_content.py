@@ -152,6 +152,34 @@ class ContentTests(ContractBase):
         assert await store.find_chat("u-content", "t-bad-name") is None
 
     @pytest.mark.asyncio
+    async def test_unstorable_values_and_keys_are_refused(self, store: Store) -> None:
+        """A value with no JSON form, or a lone surrogate in a key, raises ``InvalidContent``.
+
+        Identical for chats and messages; the error names the field; nothing is written.
+        """
+        chat = await store.create_chat("u-content", "t-unstorable")
+        holder = await store.append_message(chat.chat_id, Message(role="user", content="x"))
+        key = f"k{LONE_SURROGATE}"
+        for metadata in ({"x": object()}, {"x": b"\xff"}, {key: 1}, {"deep": [{key: "v"}]}):
+            with pytest.raises(InvalidContent, match=r"chat\.metadata"):
+                await store.create_chat("u-content", "t-unstorable-2", metadata=metadata)
+            with pytest.raises(InvalidContent, match=r"chat\.metadata"):
+                await store.update_chat(chat.chat_id, metadata=metadata)
+            with pytest.raises(InvalidContent, match=r"message\.metadata"):
+                await store.append_message(chat.chat_id, {"role": "user", "metadata": metadata})
+            with pytest.raises(InvalidContent, match=r"message\.metadata"):
+                await store.update_message(holder.message_id, metadata=metadata)
+            with pytest.raises(InvalidContent, match=r"tool_call\.metadata"):
+                await store.append_tool_call(holder.message_id, {"metadata": metadata})
+        with pytest.raises(InvalidContent, match=r"message\.agui_id"):
+            await store.append_message(chat.chat_id, {"role": "user", "agui_id": f"id{key}"})
+        assert await store.find_chat("u-content", "t-unstorable-2") is None
+        assert (await store.get_chat(chat.chat_id)).metadata == {}
+        (row,) = await self.raw_messages(store, chat.chat_id)
+        assert row.body["metadata"] == {}
+        assert row.body["tool_calls"] == []
+
+    @pytest.mark.asyncio
     async def test_max_size_message_is_accepted(self, store: Store) -> None:
         """A message of exactly 16 MiB (UTF-8 bytes) is stored and read back equal."""
         emoji = "😀"  # 4 bytes in UTF-8: the limit counts bytes, not characters

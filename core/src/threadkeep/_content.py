@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 
 from ._errors import InvalidArgument, InvalidContent, PayloadTooLarge
 from ._models import Message
@@ -27,8 +28,10 @@ __all__ = [
     "ENVELOPE_ALLOWANCE_BYTES",
     "STORE_ASSIGNED_MESSAGE_FIELDS",
     "PreparedMessage",
+    "check_content",
     "check_finite",
     "dump_json",
+    "json_data",
     "load_json",
     "message_envelope_bytes",
     "message_fingerprint",
@@ -142,6 +145,116 @@ def check_finite(value: Any, what: str) -> None:
         raise InvalidContent(msg)
 
 
+def _surrogate_at(text: str) -> int | None:
+    """Return the position of the first lone surrogate in ``text``, or ``None``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _path(what: str, keys: list[object]) -> str:
+    """Spell a field path: ``.name`` for plain text keys, ``[key]`` (repr) otherwise."""
+    parts = [
+        f".{k}" if isinstance(k, str) and k.isidentifier() and k.isascii() else f"[{k!r}]"
+        for k in keys
+    ]
+    return what + "".join(parts)
+
+
+_NON_FINITE = "is NaN or infinite, which has no JSON form and cannot be stored exactly; " + (
+    "store null, a string or a finite number instead"
+)
+_REPLACE = "replace it (for example with U+FFFD) before writing"
+
+
+def _content_problem(value: Any) -> tuple[list[object], str] | None:
+    """Return the keys leading to the first value no store can keep exactly, and why."""
+    if isinstance(value, str):
+        at = _surrogate_at(value)
+        return None if at is None else ([], f"holds a lone UTF-16 surrogate at position {at}")
+    if isinstance(value, float):
+        return None if math.isfinite(value) else ([], _NON_FINITE)
+    for key, item in _children(value):
+        if isinstance(key, str) and (at := _surrogate_at(key)) is not None:
+            return [], f"has a key holding a lone UTF-16 surrogate at position {at} ({key!r})"
+        if isinstance(key, float) and not math.isfinite(key):
+            return [], f"has a key that {_NON_FINITE}"
+        found = _content_problem(item)
+        if found is not None:
+            return [key, *found[0]], found[1]
+    return None
+
+
+def check_content(value: Any, what: str) -> None:
+    """Refuse what no store can keep exactly, naming the field (SPEC section 3, fidelity).
+
+    NaN and infinite floats (JSON has no form for them: they would read back as
+    ``null``) and lone UTF-16 surrogates (they have no UTF-8 form), in values and in
+    mapping keys, anywhere inside a record: models are searched through their fields and
+    extra fields.
+
+    Args:
+        value: A model, mapping, list or scalar.
+        what: The record's name, the start of the path in the message.
+
+    Raises:
+        InvalidContent: Naming the path of the first such value (``message.agui_id``,
+            ``chat.metadata.tags[2]``) and what to do.
+    """
+    found = _content_problem(value)
+    if found is not None:
+        keys, problem = found
+        hint = "" if problem == _NON_FINITE else f"; {_REPLACE}"
+        raise InvalidContent(f"{_path(what, keys)} {problem}{hint}")
+
+
+def _no_json_path(value: Any) -> list[object] | None:
+    """Return the keys leading to the first value with no JSON form, or ``None``."""
+    children = list(_children(value))
+    if not children and not isinstance(value, BaseModel | Mapping | list | tuple | set):
+        try:
+            to_jsonable_python(value)
+        except ValueError:  # PydanticSerializationError, UnicodeDecodeError
+            return []
+        return None
+    for key, item in children:
+        found = _no_json_path(item)
+        if found is not None:
+            return [key, *found]
+    return None
+
+
+def json_data(record: BaseModel, what: str, **options: Any) -> dict[str, Any]:
+    """Check a record with :func:`check_content` and return its JSON data.
+
+    Args:
+        record: A message, chat, step, run, tool call or reasoning (any subclass).
+        what: The record's name, the start of the path in error messages.
+        **options: Passed to ``model_dump(mode="json", ...)`` (``exclude``...).
+
+    Returns:
+        ``record.model_dump(mode="json", **options)``.
+
+    Raises:
+        InvalidContent: As for :func:`check_content`, or if a value has no JSON form
+            (an ``object()``, bytes that are not UTF-8...), naming its path.
+    """
+    check_content(record, what)
+    try:
+        data: dict[str, Any] = record.model_dump(mode="json", **options)
+    except ValueError as exc:  # PydanticSerializationError, UnicodeDecodeError
+        keys = _no_json_path(record)
+        where = what if keys is None else _path(what, keys)
+        msg = (
+            f"{where} has no JSON form and cannot be stored ({exc}); store JSON data "
+            "(str, int, finite float, bool, None, lists and dicts of them) instead"
+        )
+        raise InvalidContent(msg) from exc
+    return data
+
+
 def load_json(text: str | bytes) -> Any:
     """Decode JSON text written by :func:`dump_json`."""
     return json.loads(text)
@@ -251,7 +364,8 @@ def prepare_message(message: Message, max_message_bytes: int) -> PreparedMessage
         The prepared message.
 
     Raises:
-        InvalidContent: If any string holds a lone surrogate, or a float is NaN or infinite.
+        InvalidContent: If any string or key holds a lone surrogate, a float is NaN or
+            infinite, or a value has no JSON form (the message names the field).
         PayloadTooLarge: If the payload exceeds ``max_message_bytes`` (UTF-8 bytes), or the
             rest of the message exceeds :data:`ENVELOPE_ALLOWANCE_BYTES`
             (:func:`message_envelope_bytes`).
@@ -264,10 +378,9 @@ def prepare_message(message: Message, max_message_bytes: int) -> PreparedMessage
             f"{max_message_bytes}; split it or store the data elsewhere and link it"
         )
         raise PayloadTooLarge(msg)
-    check_finite(message, "message")
     # serialize_as_any: a ToolCall/Reasoning subclass instance keeps its own fields.
-    data = message.model_dump(
-        mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
+    data = json_data(
+        message, "message", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
     )
     body = dump_json(data)
     # The envelope is at most the body: only a body that could be over it is measured.

@@ -18,8 +18,8 @@ from ._content import (
     DEFAULT_MAX_MESSAGE_BYTES,
     STORE_ASSIGNED_MESSAGE_FIELDS,
     PreparedMessage,
-    check_finite,
     dump_json,
+    json_data,
     load_json,
     message_fingerprint,
     prepare_message,
@@ -478,11 +478,11 @@ class StoreCore(DriverPrimitives):
             Compact JSON text of every field.
 
         Raises:
-            InvalidContent: If a string holds a lone surrogate, or a float is NaN or
-                infinite (no JSON form; it would read back as ``null``).
+            InvalidContent: If a string or mapping key holds a lone surrogate, a float
+                is NaN or infinite (no JSON form; it would read back as ``null``), or a
+                value has no JSON form; the message names the field.
         """
-        check_finite(record, type(record).__name__.lower())
-        return dump_json(record.model_dump(mode="json"))
+        return dump_json(json_data(record, type(record).__name__.lower()))
 
     @staticmethod
     def record_from_body(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from uuid import UUID
 
-from ._content import check_finite, message_fingerprint, validate_model
+from ._content import json_data, message_fingerprint, validate_model
 from ._driver import NestedKind
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument, MessageNotFound
 from ._models import Message, Reasoning, ToolCall
@@ -249,9 +249,8 @@ class NestedOps(MessageOps):
         return message
 
     async def _append_nested(self, nest: _Nest, message_id: UUID, item: Any) -> Any:
-        # Before the JSON dump, which would turn NaN/infinity in untyped fields into null.
-        check_finite(item, nest.kind)
-        new = item.model_dump(mode="json")
+        # Checked before the JSON dump, which would turn NaN/infinity into null.
+        new = json_data(item, nest.kind)
         new["message_id"] = str(message_id)
         for _ in range(_CAS_ATTEMPTS):
             current = await self.get_message(message_id)

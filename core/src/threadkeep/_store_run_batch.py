@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
-from ._content import PreparedMessage, check_finite, validate_model
+from ._content import PreparedMessage, check_content, validate_model
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import notify_messages_committed
@@ -151,7 +151,7 @@ class RunBatchOps(RunOps):
             raise InvalidArgument("end_run needs an end status, not 'active'")
         if metadata is not None and not isinstance(metadata, dict):
             raise InvalidArgument(f"metadata must be a dict, not {type(metadata).__name__}")
-        check_finite(metadata, "metadata")
+        check_content(metadata, "metadata")
         if error is not None and not isinstance(error, str):
             raise InvalidArgument(f"error must be a str, not {type(error).__name__}")
         given = [as_model(Step, s, f"steps[{i}]") for i, s in enumerate(as_items(steps, "steps"))]
