@@ -177,6 +177,18 @@ def step_bad_calls(store: Store, chat_id: UUID) -> dict[str, Call]:
         "start_run(lease=nan)": lambda: store.start_run(
             chat_id, "r", owner="w", lease_seconds=float("nan")
         ),
+        "start_run(lease=1e300)": lambda: store.start_run(
+            chat_id, "r", owner="w", lease_seconds=1e300
+        ),
+        "start_run(lease=inf)": lambda: store.start_run(
+            chat_id, "r", owner="w", lease_seconds=float("inf")
+        ),
+        "start_run(lease=10**400)": lambda: store.start_run(
+            chat_id, "r", owner="w", lease_seconds=10**400
+        ),
+        "begin_run(lease=1e300)": lambda: store.begin_run(
+            chat_id, "r", owner="w", lease_seconds=1e300
+        ),
         "start_run(lease=str)": lambda: store.start_run(
             chat_id,
             "r",

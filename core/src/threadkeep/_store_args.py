@@ -129,18 +129,30 @@ def as_count(value: object, what: str, *, minimum: int) -> int:
     return value
 
 
+MAX_SECONDS = 100 * 365 * 24 * 3600
+"""The longest duration :func:`as_positive_seconds` accepts: about a century.
+
+A lease ``now + seconds`` must stay a date (``datetime`` ends at year 9999); a century
+is longer than any real lease and far from that end.
+"""
+
+
 def as_positive_seconds(value: object, what: str) -> float:
-    """Return ``value`` (seconds, ``int`` or ``float``) if it is finite and above zero.
+    """Return ``value`` (seconds, ``int`` or ``float``) if it is above zero and at most a century.
 
     Raises:
-        InvalidArgument: If it is not a number, or is not a positive finite number.
+        InvalidArgument: If it is not a number, is not above zero, or is over
+            :data:`MAX_SECONDS` (infinity and NaN included).
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidArgument(f"{what} must be a number of seconds, not {type(value).__name__}")
-    seconds = float(value)
-    if not 0 < seconds < float("inf"):
-        raise InvalidArgument(f"{what} must be a positive number of seconds (got {value})")
-    return seconds
+    if not 0 < value <= MAX_SECONDS:  # also False for NaN; an int is never converted
+        msg = (
+            f"{what} must be a positive number of seconds of at most {MAX_SECONDS} "
+            f"(about a century), not {_shown(value)}"
+        )
+        raise InvalidArgument(msg)
+    return float(value)
 
 
 def as_aware(value: object, what: str) -> datetime:

@@ -49,7 +49,8 @@ class RunBatchOps(RunOps):
             chat_id: The chat (a ``UUID`` or its text form).
             run_id: The run (non-empty).
             owner: The worker executing the run (non-empty).
-            lease_seconds: The lease (seconds, > 0); renew it with :meth:`heartbeat_run`.
+            lease_seconds: The lease (seconds, > 0, at most about a century); renew it
+                with :meth:`heartbeat_run`.
             messages: The run's input (usually the new user messages); the rules of
                 :meth:`append_messages` apply.
 

@@ -84,7 +84,8 @@ class RunOps(StepOps):
             ChatNotFound: If the chat does not exist or is deleted.
             Conflict: If the run exists under another owner or has ended (use
                 :meth:`claim_run` to resume an ended run).
-            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive.
+            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive (or is
+                over a century).
             CapabilityNotSupported: If the driver does not store runs.
             BackendUnavailable: If the backend fails.
         """
@@ -124,7 +125,8 @@ class RunOps(StepOps):
             Conflict: If the run is not active or ``owner`` no longer holds it (a sweeper or
                 another worker took it).
             RunNotFound: If there is no such run.
-            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive.
+            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive (or is
+                over a century).
             CapabilityNotSupported: If the driver does not store runs.
             BackendUnavailable: If the backend fails.
         """
@@ -197,7 +199,8 @@ class RunOps(StepOps):
         Raises:
             RunNotFound: If there is no such run.
             Conflict: If the run is complete, or held under a live lease (a second claimer).
-            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive.
+            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive (or is
+                over a century).
             CapabilityNotSupported: If the driver does not store runs.
             BackendUnavailable: If the backend fails.
         """
