@@ -33,7 +33,10 @@ def stored_chats(cli, url: str) -> int:
         ),
         (
             '{"messages":[{"role":"user","content":"c","x":{"k\\udc00":1}}]}',
-            ["bad.jsonl: record 2 (line 3)", "the key 'k\\udc00' of record.messages[0].x"],
+            [
+                "bad.jsonl: record 2 (line 3)",
+                "record.messages[0].x has a key holding a lone UTF-16 surrogate",
+            ],
         ),
         (
             '{"messages":[{"role":"user","content":"c"}], "id": "\\ud800"}',

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._content import check_finite, dump_json
+from .._content import check_content
 from .._errors import InvalidArgument, InvalidContent
 
 __all__ = ["check_record", "read_records"]
@@ -80,8 +80,9 @@ def _json_lines(text: str, path: Path) -> tuple[list[Any], list[int | None]]:
 def check_record(record: Any, where: str) -> None:
     """Refuse a record holding what no store can keep: NaN or infinity, or a lone surrogate.
 
-    JSON text may spell both (``Infinity``, an escaped lone surrogate) and the
-    store refuses them, so an import checks every record, keys included, before it writes.
+    JSON text may spell both (``Infinity``, an escaped lone surrogate) and the store
+    refuses them, so an import checks every record, keys included, before it writes; the
+    check is the store's own (:func:`threadkeep._content.check_content`).
 
     Args:
         record: One record as read from the file.
@@ -91,60 +92,6 @@ def check_record(record: Any, where: str) -> None:
         InvalidContent: Naming ``where`` and the field that holds the value.
     """
     try:
-        check_finite(record, "record")
+        check_content(record, "record")
     except InvalidContent as exc:
         raise InvalidContent(f"{where}: {exc}") from exc
-    try:
-        dump_json(record)
-    except InvalidContent as exc:
-        path = _surrogate_path(record)
-        if path is None:
-            raise InvalidContent(f"{where}: {exc}") from exc
-        if path[-1] is _KEY:
-            holder = f"the key {path[-2]!a} of {_field(path[:-2])}"
-        else:
-            holder = _field(path)
-        msg = (
-            f"{where}: {holder} holds a lone UTF-16 surrogate, which has no UTF-8 form and "
-            "cannot be stored; replace it (for example with U+FFFD)"
-        )
-        raise InvalidContent(msg) from exc
-
-
-def _field(path: list[Any]) -> str:
-    """Return a path of keys as ``record.messages[0].content`` (keys ASCII-escaped)."""
-    text = "record"
-    for key in path:
-        text += f"[{key}]" if isinstance(key, int) else f".{ascii(key)[1:-1]}"
-    return text
-
-
-class _KeyMarker:
-    def __repr__(self) -> str:
-        return "<key>"
-
-
-_KEY = _KeyMarker()
-"""Ends a :func:`_surrogate_path` when the surrogate is in a key rather than a value."""
-
-
-def _has_surrogate(text: str) -> bool:
-    return any("\ud800" <= char <= "\udfff" for char in text)
-
-
-def _surrogate_path(value: Any) -> list[Any] | None:
-    """Return the keys leading to the first string (or key) holding a lone surrogate."""
-    if isinstance(value, str):
-        return [] if _has_surrogate(value) else None
-    items: Any = ()
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    for key, item in items:
-        if isinstance(key, str) and _has_surrogate(key):
-            return [key, _KEY]
-        found = _surrogate_path(item)
-        if found is not None:
-            return [key, *found]
-    return None
