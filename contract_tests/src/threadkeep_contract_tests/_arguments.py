@@ -28,7 +28,7 @@ from threadkeep import (
     Viewer,
 )
 
-from ._base import ContractBase
+from ._base import ContractBase, StoreFactory
 
 __all__ = ["ArgumentTests", "bad_calls"]
 
@@ -344,6 +344,30 @@ class ArgumentTests(ContractBase):
         assert row.body.get("metadata") == {}, "a refused update was written"
         assert len(await self.raw_chats(store)) == chats_before
         assert (await store.get_message(message.message_id)).tool_calls == []
+
+    @pytest.mark.parametrize(
+        "options",
+        [
+            {"bogus": 1},
+            {"max_message_bytes": "x"},
+            {"max_message_bytes": 0},
+            {"cursor_secret": 5},
+            {"clock": "x"},
+            {"message_model": int},
+            {"chat_model": "Chat"},
+        ],
+        ids=repr,
+    )
+    def test_bad_store_options_are_invalid_arguments(
+        self, store_factory: StoreFactory, options: dict[str, Any]
+    ) -> None:
+        """An unknown option, or a common one of the wrong kind, raises ``InvalidArgument``.
+
+        ``open_store(url, **options)`` builds the store with them: no ``TypeError`` or
+        ``AttributeError`` escapes.
+        """
+        with pytest.raises(InvalidArgument):
+            store_factory(**options)
 
     @pytest.mark.asyncio
     async def test_filters_and_viewers_given_as_mappings(self, store: Store) -> None:

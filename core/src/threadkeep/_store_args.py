@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from ._content import validate_model
 from ._errors import InvalidArgument
+from ._models import Chat, Message
 
 __all__ = [
     "as_aware",
@@ -32,6 +33,7 @@ __all__ = [
     "as_positive_seconds",
     "as_str",
     "as_text",
+    "check_store_options",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -196,3 +198,48 @@ def as_enum(enum: type[E], value: object, what: str) -> E:
     except (ValueError, TypeError):
         allowed = ", ".join(repr(m.value) for m in enum)
         raise InvalidArgument(f"{what} must be one of {allowed}, not {_shown(value)}") from None
+
+
+def check_store_options(
+    driver: type,
+    unknown: Mapping[str, object],
+    *,
+    cursor_secret: object,
+    clock: object,
+    message_model: object,
+    chat_model: object,
+) -> None:
+    """Check the options a store is built with (``open_store(url, **options)``).
+
+    Args:
+        driver: The driver class, named in the message for an unknown option.
+        unknown: Options no constructor in the driver's chain took.
+        cursor_secret: ``None``, ``str`` or ``bytes``.
+        clock: ``None`` or a callable returning the time.
+        message_model: A ``Message`` subclass (or ``Message``).
+        chat_model: A ``Chat`` subclass (or ``Chat``).
+
+    Raises:
+        InvalidArgument: Naming the first option that is unknown or of the wrong kind.
+    """
+    if unknown:
+        msg = (
+            f"unknown option(s) {sorted(unknown)} for {driver.__name__}; the common ones are "
+            "cursor_secret, clock, max_message_bytes, message_model and chat_model (see the "
+            "driver's documentation for its own)"
+        )
+        raise InvalidArgument(msg)
+    if cursor_secret is not None and not isinstance(cursor_secret, str | bytes):
+        kind = type(cursor_secret).__name__
+        raise InvalidArgument(f"cursor_secret must be a str or bytes, not {kind}")
+    if clock is not None and not callable(clock):
+        kind = type(clock).__name__
+        msg = f"clock must be a callable returning an aware datetime, not {kind}"
+        raise InvalidArgument(msg)
+    for what, value, base in (
+        ("message_model", message_model, Message),
+        ("chat_model", chat_model, Chat),
+    ):
+        if not (isinstance(value, type) and issubclass(value, base)):
+            msg = f"{what} must be {base.__name__} or a subclass of it, not {_shown(value)}"
+            raise InvalidArgument(msg)

@@ -30,6 +30,7 @@ from ._driver import DriverPrimitives
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
 from ._models import Chat, Message, UTCDateTime
 from ._paging import MAX_PAGE_LIMIT
+from ._store_args import as_count, check_store_options
 
 __all__ = ["Clock", "StoreCore", "as_utc", "system_clock"]
 
@@ -209,9 +210,17 @@ class StoreCore(DriverPrimitives):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         message_model: type[Message] = Message,
         chat_model: type[Chat] = Chat,
+        **unknown: Any,
     ) -> None:
-        if max_message_bytes < 1:
-            raise InvalidArgument("max_message_bytes must be at least 1")
+        check_store_options(
+            type(self),
+            unknown,
+            cursor_secret=cursor_secret,
+            clock=clock,
+            message_model=message_model,
+            chat_model=chat_model,
+        )
+        max_message_bytes = as_count(max_message_bytes, "max_message_bytes", minimum=1)
         self.url = url
         self.max_message_bytes = max_message_bytes
         self.message_model = message_model
