@@ -11,7 +11,7 @@ drivers only ever see ``UUID`` objects.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 from uuid import UUID
@@ -25,6 +25,7 @@ from ._models import Chat, Message
 __all__ = [
     "as_aware",
     "as_count",
+    "as_cutoff",
     "as_enum",
     "as_id",
     "as_ids",
@@ -155,6 +156,30 @@ def as_positive_seconds(value: object, what: str) -> float:
         )
         raise InvalidArgument(msg)
     return float(value)
+
+
+def as_cutoff(now: datetime, value: object, what: str) -> datetime:
+    """Return ``now - value`` for a ``timedelta`` of at least zero (an "older than" age).
+
+    Args:
+        now: The current time.
+        value: The age, a ``datetime.timedelta``.
+        what: The argument's name, for the error message.
+
+    Raises:
+        InvalidArgument: If ``value`` is not a ``timedelta``, is negative, or reaches
+            back before the first representable date (``timedelta(days=999999)``).
+    """
+    if not isinstance(value, timedelta):
+        msg = f"{what} must be a datetime.timedelta (like timedelta(days=30)), not {_shown(value)}"
+        raise InvalidArgument(msg)
+    if value < timedelta(0):
+        raise InvalidArgument(f"{what} must not be negative (got {value})")
+    try:
+        return now - value
+    except OverflowError:
+        msg = f"{what} of {value.days} days reaches back before year 1; give a shorter age"
+        raise InvalidArgument(msg) from None
 
 
 def as_aware(value: object, what: str) -> datetime:

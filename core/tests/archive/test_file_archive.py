@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import errno
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from threadkeep import ArchiveError, BackendUnavailable, Conflict, FileArchive, InvalidArgument
+from threadkeep import (
+    ArchiveError,
+    Archiver,
+    BackendUnavailable,
+    Conflict,
+    FileArchive,
+    InvalidArgument,
+    Store,
+)
 from threadkeep.testing_archive import ArchiveStoreContract
 from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
 
@@ -92,3 +102,29 @@ async def test_a_root_that_is_a_file_is_an_archive_error(tmp_path: Path) -> None
     assert not isinstance(caught.value, Conflict)
     with pytest.raises(ArchiveError, match="is below a file, not a directory"):
         await FileArchive(f"file://{a_file}/inside").open()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"older_than": 30},
+        {"older_than": "30d"},
+        {"older_than": None},
+        {"older_than": timedelta(days=-1)},
+        {"older_than": timedelta(days=999999)},
+        {"older_than": timedelta(0), "limit": 0},
+        {"older_than": timedelta(0), "limit": "1"},
+    ],
+    ids=repr,
+)
+async def test_archive_idle_arguments_are_checked(
+    store: Store, archive: FileArchive, arguments: dict[str, Any]
+) -> None:
+    """Bad ``older_than``/``limit`` raise ``InvalidArgument`` (no TypeError/OverflowError)."""
+    chat = await store.create_chat("u-idle", "t-idle")
+    archiver = Archiver(store, archive)
+    with pytest.raises(InvalidArgument):
+        await archiver.archive_idle(**arguments)
+    with pytest.raises(InvalidArgument):
+        await archiver.count_idle(arguments["older_than"] if "limit" not in arguments else -1)
+    assert (await store.get_chat(chat.chat_id)).status == "active"

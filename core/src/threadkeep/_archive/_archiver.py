@@ -38,11 +38,11 @@ from .._errors import (
     CapabilityNotSupported,
     ChatNotFound,
     Conflict,
-    InvalidArgument,
 )
 from .._models import Chat, ChatStatus, Message
 from .._paging import ChatFilter
 from .._store import Store
+from .._store_args import as_count, as_cutoff
 from ._bundle import FORMAT_VERSION, BundleStats, write_bundle
 from ._objects import ArchiveRef, ObjectInfo, bundle_key
 from ._tiered import open_archive, rehydrate
@@ -330,12 +330,13 @@ class Archiver:
             The results, in the order archived.
 
         Raises:
-            InvalidArgument: If ``older_than`` is negative or ``limit`` below 1.
+            InvalidArgument: If ``older_than`` is not a ``timedelta``, is negative or
+                reaches back before year 1, or ``limit`` is not an integer of at least 1.
             As :meth:`archive_chat` for the first chat that fails (earlier ones stay done).
         """
-        if older_than < timedelta(0) or (limit is not None and limit < 1):
-            raise InvalidArgument("older_than must be >= 0 and limit >= 1")
-        cutoff = self.store._now() - older_than
+        cutoff = as_cutoff(self.store._now(), older_than, "older_than")
+        if limit is not None:
+            limit = as_count(limit, "limit", minimum=1)
         chat_filter = ChatFilter(status=ChatStatus.ACTIVE, idle_before=cutoff)
         results: list[ArchiveResult] = []
         before: int | None = None  # keyset walk: each chat is visited once, newest first
@@ -353,10 +354,13 @@ class Archiver:
         return results
 
     async def count_idle(self, older_than: timedelta) -> int:
-        """Return how many live, active chats ``archive_idle(older_than)`` would take."""
-        chat_filter = ChatFilter(
-            status=ChatStatus.ACTIVE, idle_before=self.store._now() - older_than
-        )
+        """Return how many live, active chats ``archive_idle(older_than)`` would take.
+
+        Raises:
+            InvalidArgument: As :meth:`archive_idle` for ``older_than``.
+        """
+        cutoff = as_cutoff(self.store._now(), older_than, "older_than")
+        chat_filter = ChatFilter(status=ChatStatus.ACTIVE, idle_before=cutoff)
         count, before = 0, None
         while batch := await self.store._page_chats(chat_filter, before, 200):
             count += len(batch)
