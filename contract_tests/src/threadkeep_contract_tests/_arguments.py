@@ -111,11 +111,17 @@ def bad_calls(store: Store, chat_id: UUID, message_id: UUID) -> dict[str, Call]:
         "rename_chat(int)": lambda: store.rename_chat(chat_id, 5),  # type: ignore[arg-type]
         "get_chat(viewer=str)": lambda: store.get_chat(chat_id, viewer="me"),  # type: ignore[arg-type]
         "get_chat(viewer={})": lambda: store.get_chat(chat_id, viewer={}),
+        "get_chat(viewer typo)": lambda: store.get_chat(
+            chat_id, viewer={"user_id": "admin", "tenant": "acme"}
+        ),
         "list_chats(str)": lambda: store.list_chats(not_a_filter),
         "list_chats(unknown key)": lambda: store.list_chats({"colour": "red"}),
         "list_chats(naive idle_before)": lambda: store.list_chats({"idle_before": NAIVE}),
         "list_chats(naive ChatFilter)": lambda: store.list_chats({"deleted_before": NAIVE}),
         "list_chats(bad viewer)": lambda: store.list_chats({"visible_to": {"team_id": "x"}}),
+        "list_chats(viewer typo)": lambda: store.list_chats(
+            {"visible_to": {"user_id": "admin", "tenant": "acme"}}
+        ),
         "list_chats(limit=0)": lambda: store.list_chats(limit=0),
         "list_chats(limit='5')": lambda: store.list_chats(limit="5"),  # type: ignore[arg-type]
         "list_chats(cursor=int)": lambda: store.list_chats(cursor=5),  # type: ignore[arg-type]
@@ -143,6 +149,9 @@ def bad_calls(store: Store, chat_id: UUID, message_id: UUID) -> dict[str, Call]:
             chat_id, message_filter={"colour": 1}
         ),
         "list_messages(viewer)": lambda: store.list_messages(chat_id, viewer={"user_id": ""}),
+        "list_messages(viewer typo)": lambda: store.list_messages(
+            chat_id, viewer={"user_id": "u-args", "team": "t"}
+        ),
         "get_last_messages(str)": lambda: store.get_last_messages(str(chat_id)),
         "get_message_by_agui_id(int)": lambda: store.get_message_by_agui_id(chat_id, 5),  # type: ignore[arg-type]
         "append_tool_call(str)": lambda: store.append_tool_call(message_id, "call"),  # type: ignore[arg-type]

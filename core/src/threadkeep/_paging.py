@@ -46,7 +46,8 @@ class Viewer(BaseModel):
     A chat is visible to a viewer when it is in the viewer's tenant and either the viewer
     owns it or it is shared with the viewer's team. Given to ``get_chat``,
     ``list_messages`` (``viewer=``) and ``ChatFilter.visible_to``; a mapping of these
-    fields is accepted there too.
+    fields is accepted there too. An unknown field (a typo such as ``tenant``) is refused
+    (``InvalidArgument``), never ignored: ignored, it would widen what the viewer sees.
 
     Attributes:
         user_id: The person asking (non-empty); they see the chats whose ``user_id`` is
@@ -58,7 +59,7 @@ class Viewer(BaseModel):
             tenant of its own (a viewer without a tenant sees only chats without one).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     user_id: str = Field(min_length=1)
     team_id: str | None = None
