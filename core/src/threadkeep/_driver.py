@@ -180,7 +180,11 @@ class DriverPrimitives(ABC):
 
     @abstractmethod
     async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        """Map each live chat of ``chat_ids`` that has a visible message to its newest one."""
+        """Map each live chat of ``chat_ids`` that has a visible message to its newest one.
+
+        An archived chat has no hot messages, so it is left out (``Store`` does not
+        rehydrate for previews).
+        """
 
     @abstractmethod
     async def _hide_messages(

@@ -380,16 +380,19 @@ class MessageOps(ChatOps):
         return page_of(Message, page[::-1], next_cursor, has_more)
 
     async def get_last_messages(self, chat_ids: Sequence[UUID | str]) -> dict[UUID, Message]:
-        """Map each live chat of ``chat_ids`` that has a visible message to its newest one.
+        """Map each hot chat of ``chat_ids`` that has a visible message to its newest one.
 
-        One query for any number of chats (a chat list's previews). Deleted or unknown chats
-        are left out.
+        One query for any number of chats (a chat list's previews). Deleted, unknown and
+        archived chats are left out: an archived chat's messages are in the archive, and
+        rehydrating every listed chat to show one preview would undo archiving (see
+        ``docs/archive.md``). Read an archived chat with :meth:`list_messages`, which
+        brings it back.
 
         Args:
             chat_ids: A list of chat ids (``UUID`` or text each); repeats are read once.
 
         Returns:
-            ``{chat_id (UUID): newest visible message}``.
+            ``{chat_id (UUID): newest visible message}``, for hot chats only.
 
         Raises:
             InvalidArgument: If ``chat_ids`` is not a list or an id is malformed.

@@ -130,6 +130,10 @@ class ArchiveLifecycleContract:
         result = await Archiver(store, archive).archive_chat(chat.chat_id)
         assert result.messages == 42
         await assert_one_verified_object(store, archive, chat.chat_id)
+        assert await store.get_last_messages([chat.chat_id]) == {}, (
+            "previews leave archived chats out (and do not rehydrate them)"
+        )
+        assert (await store.get_chat(chat.chat_id)).status is ChatStatus.ARCHIVED
         assert await history(store, chat.chat_id) == before
         assert await store.context_messages(chat.chat_id) == context
         assert (await store.get_chat(chat.chat_id)).status is ChatStatus.ACTIVE

@@ -146,7 +146,7 @@ class MessageRepository(Protocol):
         ...
 
     async def get_last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        """Map each live chat with a visible message to its newest message."""
+        """Map each hot chat with a visible message to its newest (archived: left out)."""
         ...
 
     async def start_over(self, chat_id: UUID) -> Message | None:
