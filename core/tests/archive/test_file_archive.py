@@ -17,6 +17,7 @@ from threadkeep import (
     FileArchive,
     InvalidArgument,
     Store,
+    open_archiver,
 )
 from threadkeep.testing_archive import ArchiveStoreContract
 from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
@@ -128,3 +129,11 @@ async def test_archive_idle_arguments_are_checked(
     with pytest.raises(InvalidArgument):
         await archiver.count_idle(arguments["older_than"] if "limit" not in arguments else -1)
     assert (await store.get_chat(chat.chat_id)).status == "active"
+
+
+@pytest.mark.parametrize("url", [5, b"file:///tmp/x", ["file:///tmp/x"]], ids=repr)
+async def test_open_archiver_refuses_a_url_that_is_not_text(store: Store, url: object) -> None:
+    """``open_archiver`` raises ``InvalidArgument`` for a non-``str`` URL (no AttributeError)."""
+    with pytest.raises(InvalidArgument, match="archive_url must be a str"):
+        async with open_archiver(store, url):  # type: ignore[arg-type]
+            pass

@@ -30,10 +30,14 @@ async def open_archiver(
         **options: Options of :class:`Archiver` (``single_put_bytes``).
 
     Raises:
-        InvalidArgument: If no archive URL is given or configured.
+        InvalidArgument: If no archive URL is given or configured, or it is not a ``str``.
         UnknownDriver: If no installed archive driver serves its scheme.
         CapabilityNotSupported: If the store cannot archive.
     """
+    given: object = archive_url  # untyped callers pass anything
+    if given is not None and not isinstance(given, str):
+        msg = f"archive_url must be a str like 'file:///var/archive', not {given!r}"
+        raise InvalidArgument(msg)
     url = archive_url or load_settings().archive_url
     if not url:
         msg = "no archive URL: pass one, or set THREADKEEP_ARCHIVE_URL (file:///… or s3://…)"
