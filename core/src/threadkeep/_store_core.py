@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import functools
-import operator
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from types import NoneType, TracebackType, UnionType
-from typing import Any, ClassVar, Self, TypeVar, Union, get_args, get_origin
+from types import TracebackType
+from typing import Any, ClassVar, Self, TypeVar
 from uuid import UUID
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel
 
 from ._capabilities import Capabilities
+from ._clock import Clock, as_utc, system_clock
 from ._content import (
     DEFAULT_MAX_MESSAGE_BYTES,
     STORE_ASSIGNED_MESSAGE_FIELDS,
@@ -28,168 +27,14 @@ from ._content import (
 from ._cursor import CursorCodec
 from ._driver import DriverPrimitives
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
-from ._models import Chat, Message, UTCDateTime
+from ._models import Chat, Message
 from ._paging import MAX_PAGE_LIMIT
+from ._rows import MESSAGE_COLUMNS, MESSAGE_ROW, from_json, page_from_json
 from ._store_args import as_count, check_store_options
 
 __all__ = ["Clock", "StoreCore", "as_utc", "system_clock"]
 
-Clock = Callable[[], datetime]
-"""A source of the current time; must return timezone-aware datetimes."""
-
 R = TypeVar("R", bound=BaseModel)
-
-
-def system_clock() -> datetime:
-    """Return the current time in UTC (the default clock)."""
-    return datetime.now(UTC)
-
-
-def as_utc(value: datetime | str | None) -> datetime | None:
-    """Return ``value`` as an aware UTC datetime; a naive value is taken to be UTC.
-
-    Drivers use it on what their database returns (SQLite has no time zones). ISO 8601 text
-    (``datetime.fromisoformat``), as text-based stores keep timestamps, is accepted too.
-
-    Raises:
-        ValueError: If ``value`` is text that is not an ISO 8601 timestamp.
-    """
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
-
-
-_MESSAGE_COLUMNS = frozenset(STORE_ASSIGNED_MESSAGE_FIELDS)
-_MESSAGE_ROW = ("chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at")
-_JOIN_LIMIT = 1 << 20
-_TZINFO = operator.attrgetter("tzinfo")
-"""A page whose bodies hold at most this many characters is validated as one JSON array."""
-
-
-def _kept_types(annotation: Any) -> frozenset[type]:
-    """Return the column value types a field of ``annotation`` keeps as they are.
-
-    ``int`` keeps an exact ``int``, ``UUID`` any ``UUID`` (asyncpg's subclass included),
-    ``UTCDateTime`` a ``datetime`` that is already UTC, and ``None`` when the field is optional.
-    """
-    union = get_origin(annotation) in (Union, UnionType)
-    kept: set[type] = set()
-    for arg in get_args(annotation) if union else (annotation,):
-        if arg is NoneType or arg is int or arg is UUID:
-            kept.add(arg)
-        elif arg == UTCDateTime:
-            kept.add(datetime)
-    return frozenset(kept)
-
-
-@functools.cache
-def _column_types(
-    model: type[BaseModel], names: frozenset[str]
-) -> dict[str, frozenset[type]] | None:
-    """Per column, the value types ``model`` keeps unchanged; ``None`` if none may skip validation.
-
-    Setting validated columns after validating the body gives what validating them together
-    gives when nothing can observe the difference: no field or model validator of the
-    subclass (threadkeep's own model validator never reads store-assigned fields), no
-    ``model_post_init`` or private attributes, no default factory reading other fields, and
-    plain column fields (no constraints).
-    """
-    decorators = model.__pydantic_decorators__
-    own = {d.func for d in Message.__pydantic_decorators__.model_validators.values()}
-    if (
-        any(d.func not in own for d in decorators.model_validators.values())
-        or decorators.field_validators
-        or decorators.validators
-        or decorators.root_validators
-        or model.__pydantic_post_init__ is not None
-        or any(f.default_factory_takes_validated_data for f in model.model_fields.values())
-    ):
-        return None
-    types: dict[str, frozenset[type]] = {}
-    for name in names:
-        field = model.model_fields.get(name)
-        if field is None or field.metadata:
-            return None
-        types[name] = _kept_types(field.annotation)
-    return types
-
-
-def _all_kept(columns: dict[str, Any], types: dict[str, frozenset[type]]) -> bool:
-    for key, value in columns.items():
-        kept = types[key]
-        if type(value) not in kept and not (UUID in kept and isinstance(value, UUID)):
-            return False
-    return True
-
-
-def _from_json(
-    model: type[R], body: str | bytes, columns: dict[str, Any], names: frozenset[str]
-) -> R | None:
-    """Validate ``body`` in pydantic-core, then set ``columns`` as validation would have.
-
-    ``names`` is ``frozenset(columns)``; datetime columns have been through :func:`as_utc`.
-    Returns ``None`` (the caller takes the general path) when a column would not be kept
-    as it is, or the body does not validate (so errors stay those of the general path).
-    """
-    types = _column_types(model, names)
-    if types is None or not _all_kept(columns, types):
-        return None
-    try:
-        record = model.model_validate_json(body)
-    except ValidationError:
-        return None
-    record.__dict__.update(columns)
-    record.__pydantic_fields_set__.update(names)
-    return record
-
-
-@functools.cache
-def _list_adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
-
-
-def _page_from_json(
-    model: type[R], names: tuple[str, ...], rows: Sequence[Sequence[Any]]
-) -> list[R] | None:
-    """Rebuild a page of rows (columns in ``names`` order, then the body) at once.
-
-    As :func:`_from_json` for every row, with the columns checked a column at a time and
-    the bodies validated in one pydantic-core call (one JSON array) when they are text and
-    small enough. ``None`` sends the caller the row-by-row way.
-    """
-    keys = frozenset(names)
-    types = _column_types(model, keys)
-    if types is None or not rows:
-        return None
-    columns = list(zip(*rows, strict=True))
-    bodies = columns[len(names)]
-    if set(map(type, bodies)) != {str}:
-        return None
-    checked = []
-    for name, column in zip(names, columns, strict=False):  # the body and the rest follow
-        kept = types[name]
-        seen = set(map(type, column))
-        if not (seen <= kept or (UUID in kept and all(issubclass(t, UUID) for t in seen - kept))):
-            return None
-        if datetime in seen and set(map(_TZINFO, filter(None, column))) != {UTC}:
-            checked.append(tuple(None if value is None else as_utc(value) for value in column))
-        else:
-            checked.append(column)
-    try:
-        if sum(map(len, bodies)) <= _JOIN_LIMIT:
-            records = _list_adapter(model).validate_json("[" + ",".join(bodies) + "]")
-        else:  # no second copy of large bodies
-            records = [model.model_validate_json(body) for body in bodies]
-    except ValidationError:
-        return None
-    for record, values in zip(records, zip(*checked, strict=True), strict=True):
-        record.__dict__.update(zip(names, values, strict=True))
-        record.__pydantic_fields_set__.update(keys)
-    return records
 
 
 class StoreCore(DriverPrimitives):
@@ -397,7 +242,7 @@ class StoreCore(DriverPrimitives):
         if isinstance(body, str | bytes):
             # The body is validated in pydantic-core straight from JSON; the columns are the
             # store's own values, set as validating them would (about half the cost).
-            message = _from_json(self.message_model, body, columns, _MESSAGE_COLUMNS)
+            message = from_json(self.message_model, body, columns, MESSAGE_COLUMNS)
             if message is not None:
                 return message
         data = dict(load_json(body) if isinstance(body, str | bytes) else body)
@@ -419,7 +264,7 @@ class StoreCore(DriverPrimitives):
         Raises:
             pydantic.ValidationError: As :meth:`message_from_row`.
         """
-        page = _page_from_json(self.message_model, _MESSAGE_ROW, rows)
+        page = page_from_json(self.message_model, MESSAGE_ROW, rows)
         if page is not None:
             return page
         return [
@@ -513,7 +358,7 @@ class StoreCore(DriverPrimitives):
         """
         values = {k: as_utc(v) if isinstance(v, datetime) else v for k, v in columns.items()}
         if isinstance(body, str | bytes):
-            record = _from_json(model, body, values, frozenset(values))
+            record = from_json(model, body, values, frozenset(values))
             if record is not None:
                 return record
         data = dict(load_json(body) if isinstance(body, str | bytes) else body)
@@ -538,7 +383,7 @@ class StoreCore(DriverPrimitives):
         Raises:
             InvalidArgument: As :meth:`record_from_body`.
         """
-        page = _page_from_json(model, tuple(names), rows)
+        page = page_from_json(model, tuple(names), rows)
         if page is not None:
             return page
         width = len(names)

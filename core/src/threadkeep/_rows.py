@@ -1,0 +1,157 @@
+"""Rebuilding stored rows as models in pydantic-core: the fast path of page reads.
+
+A page's bodies are validated as one JSON array and the store-assigned columns are set on
+the result without validating them again, when nothing could tell the difference (see
+:func:`_column_types`). Anything else returns ``None`` and the caller takes the general,
+row-by-row path, so the errors stay those of that path.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from types import NoneType, UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin
+from uuid import UUID
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from ._clock import as_utc
+from ._content import STORE_ASSIGNED_MESSAGE_FIELDS
+from ._models import Message, UTCDateTime
+
+__all__ = ["MESSAGE_COLUMNS", "MESSAGE_ROW", "from_json", "page_from_json"]
+
+R = TypeVar("R", bound=BaseModel)
+
+MESSAGE_COLUMNS = frozenset(STORE_ASSIGNED_MESSAGE_FIELDS)
+"""The columns of a message row that the store assigns (set after the body validates)."""
+MESSAGE_ROW = ("chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at")
+"""The column order of a message row, before its body."""
+_JOIN_LIMIT = 1 << 20
+"""A page whose bodies hold at most this many characters is validated as one JSON array."""
+_TZINFO = operator.attrgetter("tzinfo")
+
+
+def _kept_types(annotation: Any) -> frozenset[type]:
+    """Return the column value types a field of ``annotation`` keeps as they are.
+
+    ``int`` keeps an exact ``int``, ``UUID`` any ``UUID`` (asyncpg's subclass included),
+    ``UTCDateTime`` a ``datetime`` that is already UTC, and ``None`` when the field is optional.
+    """
+    union = get_origin(annotation) in (Union, UnionType)
+    kept: set[type] = set()
+    for arg in get_args(annotation) if union else (annotation,):
+        if arg is NoneType or arg is int or arg is UUID:
+            kept.add(arg)
+        elif arg == UTCDateTime:
+            kept.add(datetime)
+    return frozenset(kept)
+
+
+@functools.cache
+def _column_types(
+    model: type[BaseModel], names: frozenset[str]
+) -> dict[str, frozenset[type]] | None:
+    """Per column, the value types ``model`` keeps unchanged; ``None`` if none may skip validation.
+
+    Setting validated columns after validating the body gives what validating them together
+    gives when nothing can observe the difference: no field or model validator of the
+    subclass (threadkeep's own model validator never reads store-assigned fields), no
+    ``model_post_init`` or private attributes, no default factory reading other fields, and
+    plain column fields (no constraints).
+    """
+    decorators = model.__pydantic_decorators__
+    own = {d.func for d in Message.__pydantic_decorators__.model_validators.values()}
+    if (
+        any(d.func not in own for d in decorators.model_validators.values())
+        or decorators.field_validators
+        or decorators.validators
+        or decorators.root_validators
+        or model.__pydantic_post_init__ is not None
+        or any(f.default_factory_takes_validated_data for f in model.model_fields.values())
+    ):
+        return None
+    types: dict[str, frozenset[type]] = {}
+    for name in names:
+        field = model.model_fields.get(name)
+        if field is None or field.metadata:
+            return None
+        types[name] = _kept_types(field.annotation)
+    return types
+
+
+def _all_kept(columns: dict[str, Any], types: dict[str, frozenset[type]]) -> bool:
+    for key, value in columns.items():
+        kept = types[key]
+        if type(value) not in kept and not (UUID in kept and isinstance(value, UUID)):
+            return False
+    return True
+
+
+def from_json(
+    model: type[R], body: str | bytes, columns: dict[str, Any], names: frozenset[str]
+) -> R | None:
+    """Validate ``body`` in pydantic-core, then set ``columns`` as validation would have.
+
+    ``names`` is ``frozenset(columns)``; datetime columns have been through :func:`as_utc`.
+    Returns ``None`` (the caller takes the general path) when a column would not be kept
+    as it is, or the body does not validate (so errors stay those of the general path).
+    """
+    types = _column_types(model, names)
+    if types is None or not _all_kept(columns, types):
+        return None
+    try:
+        record = model.model_validate_json(body)
+    except ValidationError:
+        return None
+    record.__dict__.update(columns)
+    record.__pydantic_fields_set__.update(names)
+    return record
+
+
+@functools.cache
+def _list_adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
+
+
+def page_from_json(
+    model: type[R], names: tuple[str, ...], rows: Sequence[Sequence[Any]]
+) -> list[R] | None:
+    """Rebuild a page of rows (columns in ``names`` order, then the body) at once.
+
+    As :func:`from_json` for every row, with the columns checked a column at a time and
+    the bodies validated in one pydantic-core call (one JSON array) when they are text and
+    small enough. ``None`` sends the caller the row-by-row way.
+    """
+    keys = frozenset(names)
+    types = _column_types(model, keys)
+    if types is None or not rows:
+        return None
+    columns = list(zip(*rows, strict=True))
+    bodies = columns[len(names)]
+    if set(map(type, bodies)) != {str}:
+        return None
+    checked = []
+    for name, column in zip(names, columns, strict=False):  # the body and the rest follow
+        kept = types[name]
+        seen = set(map(type, column))
+        if not (seen <= kept or (UUID in kept and all(issubclass(t, UUID) for t in seen - kept))):
+            return None
+        if datetime in seen and set(map(_TZINFO, filter(None, column))) != {UTC}:
+            checked.append(tuple(None if value is None else as_utc(value) for value in column))
+        else:
+            checked.append(column)
+    try:
+        if sum(map(len, bodies)) <= _JOIN_LIMIT:
+            records = _list_adapter(model).validate_json("[" + ",".join(bodies) + "]")
+        else:  # no second copy of large bodies
+            records = [model.model_validate_json(body) for body in bodies]
+    except ValidationError:
+        return None
+    for record, values in zip(records, zip(*checked, strict=True), strict=True):
+        record.__dict__.update(zip(names, values, strict=True))
+        record.__pydantic_fields_set__.update(keys)
+    return records
