@@ -210,6 +210,24 @@ class BoundaryTests(ContractBase):
         assert [m.content for m in context] == ["up to r4", "r5"]
         retry = await store.append_message(chat.chat_id, first)
         assert retry.message_id == first.message_id, "a retry of a stored boundary is a retry"
+
+    @pytest.mark.asyncio
+    @pytest.mark.threadkeep_capability("archive")
+    async def test_retry_of_a_hidden_compaction_is_a_retry(self, store: Store) -> None:
+        """Re-appending a stored compaction that was hidden returns it; rules not re-applied.
+
+        Its ``upto_seq`` is now below the cut of a later compaction, so checked as a new
+        boundary it would be refused. Core finds hidden messages only through the driver's
+        ``_scan_messages`` (an ``archive`` primitive); without it such a retry is checked
+        like a new boundary, hence the capability.
+        """
+        chat = await store.create_chat("u-bound", "t-hidden-compaction")
+        stored = await store.append_messages(
+            chat.chat_id, [Message(role="user", content=f"r{i}") for i in range(6)]
+        )
+        seqs = [m.seq or 0 for m in stored]
+        first = await store.compact(chat.chat_id, "up to r3", seqs[3])
+        await store.compact(chat.chat_id, "up to r4", seqs[4])
         await store.delete_messages(chat.chat_id, [first.message_id])
         hidden = await store.append_messages(chat.chat_id, [first])
         assert hidden[0].message_id == first.message_id, "a hidden stored boundary is a retry"
