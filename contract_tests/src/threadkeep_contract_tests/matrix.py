@@ -190,7 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return code or 1
             tests = _load([results])
         profile = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-        command = f"HYPOTHESIS_PROFILE={profile} pytest {' '.join(options.pytest_args)}"
+        args = " ".join(options.pytest_args) or "(no arguments: the configured testpaths)"
+        command = f"HYPOTHESIS_PROFILE={profile} pytest {args}"
     options.output.parent.mkdir(parents=True, exist_ok=True)
     options.output.write_text(render(tests, command=command), encoding="utf-8")
     print(f"wrote {options.output} ({len(tests)} contract tests)")
