@@ -9,13 +9,13 @@ what it wrote.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from uuid import uuid4
 
 import pytest
 
 from threadkeep import Store, open_store
+from threadkeep_contract_tests import require_service
 from threadkeep_s3 import S3Archive
 
 S3_ENV = "THREADKEEP_TEST_S3_URL"
@@ -24,11 +24,7 @@ S3_ENV = "THREADKEEP_TEST_S3_URL"
 @pytest.fixture
 def s3_url() -> str:
     """A fresh ``s3://bucket/prefix/<random>`` root for one test."""
-    base = os.environ.get(S3_ENV)
-    if not base:
-        if os.environ.get("THREADKEEP_REQUIRE_SERVICES", "").strip().lower() in {"1", "true"}:
-            pytest.fail(f"{S3_ENV} is not set and THREADKEEP_REQUIRE_SERVICES=1")
-        pytest.skip(f"{S3_ENV} is not set (start it: bash .ci/services/s3.sh start)")
+    base = require_service(S3_ENV, "S3 (bash .ci/services/s3.sh start)")
     return f"{base.rstrip('/')}/tests-{uuid4().hex}"
 
 

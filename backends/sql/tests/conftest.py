@@ -7,7 +7,6 @@ created before and dropped after it. Without the variable they skip with a reaso
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
+from threadkeep_contract_tests import require_service
 from threadkeep_sql import SqlStore
 
 POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"
@@ -26,12 +26,7 @@ StoreFactory = Callable[..., Awaitable[SqlStore]]
 
 def postgres_url() -> str:
     """Return the test server's URL, or skip/fail as the environment says."""
-    url = os.environ.get(POSTGRES_ENV)
-    if url:
-        return url
-    if os.environ.get("THREADKEEP_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{POSTGRES_ENV} is not set and THREADKEEP_REQUIRE_SERVICES=1")
-    pytest.skip(f"{POSTGRES_ENV} is not set (start it: bash .ci/services/postgres.sh start)")
+    return require_service(POSTGRES_ENV, "PostgreSQL (bash .ci/services/postgres.sh start)")
 
 
 def asyncpg_dsn(url: str) -> str:

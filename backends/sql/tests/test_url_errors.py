@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from sqlalchemy.engine import make_url
 
 from threadkeep import BackendUnavailable, InvalidArgument
+from threadkeep_contract_tests import require_service
 from threadkeep_sql import SqlStore
 
 
 def postgres_url() -> str:
-    url = os.environ.get("THREADKEEP_TEST_POSTGRES_URL")
-    if not url:
-        if os.environ.get("THREADKEEP_REQUIRE_SERVICES") == "1":
-            pytest.fail("THREADKEEP_TEST_POSTGRES_URL is not set and THREADKEEP_REQUIRE_SERVICES=1")
-        pytest.skip("THREADKEEP_TEST_POSTGRES_URL is not set (bash .ci/services/postgres.sh start)")
-    return url
+    return require_service(
+        "THREADKEEP_TEST_POSTGRES_URL", "PostgreSQL (bash .ci/services/postgres.sh start)"
+    )
 
 
 async def test_a_sqlite_path_that_is_a_directory(tmp_path):

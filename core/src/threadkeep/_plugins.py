@@ -16,8 +16,9 @@ Example plugin module::
 
 from __future__ import annotations
 
+import importlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -30,6 +31,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "hookimpl",
     "hookspec",
+    "lazy_exports",
     "notify_messages_committed",
     "plugin_manager",
     "reset_plugin_manager",
@@ -113,3 +115,34 @@ def notify_messages_committed(store: Any, chat_id: UUID, messages: Sequence[Mess
         hook(store=store, chat_id=chat_id, messages=list(messages))
     except Exception:  # noqa: BLE001 - observers never fail a write (hookspec)
         _log.exception("a threadkeep_messages_committed observer failed; the write stands")
+
+
+def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
+    """Return a module ``__getattr__`` (PEP 562) that imports public names on first use.
+
+    A driver package's entry point is imported whenever plugins load; its heavy dependencies
+    (SQLAlchemy, PyMongo, botocore) must wait until its scheme is opened. In the package's
+    ``__init__``: ``__getattr__ = lazy_exports(__name__, {"SqlStore": "_store"})``.
+
+    Args:
+        package: The package's ``__name__``.
+        exports: Public name -> the submodule (relative, without the dot) that defines it.
+
+    Returns:
+        ``__getattr__(name)``: imports ``package.<module>``, caches the value in the
+        package's namespace and returns it.
+
+    Raises:
+        AttributeError: (from the returned function) For a name not in ``exports``.
+    """
+
+    def load(name: str) -> Any:
+        if name not in exports:
+            msg = f"module {package!r} has no attribute {name!r}"
+            raise AttributeError(msg)
+        module = importlib.import_module(f".{exports[name]}", package)
+        value = getattr(module, name)
+        setattr(importlib.import_module(package), name, value)
+        return value
+
+    return load

@@ -15,8 +15,9 @@ the schema, indexes and sharding notes are in :mod:`threadkeep_mongodb._schema`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from threadkeep._plugins import lazy_exports
 
 if TYPE_CHECKING:
     from ._store import MongoStore
@@ -32,11 +33,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first access (PEP 562)."""
-    if name not in _LAZY:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -6,8 +6,9 @@ Installed, it registers the ``s3`` archive scheme; use it through
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from threadkeep._plugins import lazy_exports
 
 if TYPE_CHECKING:
     from ._archive import PART_SIZE, S3Archive
@@ -28,11 +29,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first access (PEP 562)."""
-    if name not in _LAZY:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -13,8 +13,9 @@ The driver registers itself through the ``threadkeep`` entry-point group
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from threadkeep._plugins import lazy_exports
 
 if TYPE_CHECKING:
     from ._errors import map_native_errors
@@ -33,11 +34,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first access (PEP 562)."""
-    if name not in _LAZY:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
