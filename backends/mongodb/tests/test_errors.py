@@ -129,6 +129,11 @@ class _Proxy:
         await self.server.wait_closed()
 
 
+# The same PyMongo leak as above: after the cut, the client's monitor keeps reconnecting to
+# the relay, and close() cancels a connect that is mid-handshake, leaving its socket to the
+# garbage collector (upstream: PYTHON-3923). Collect it here so it is not reported later
+# against whichever test happens to trigger the collection.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_connection_lost_mid_use_is_backend_unavailable(mongo_db: tuple[str, str]) -> None:
     url, database = mongo_db
     host, _, port = url.partition("://")[2].partition("/")[0].partition(":")
@@ -149,6 +154,8 @@ async def test_connection_lost_mid_use_is_backend_unavailable(mongo_db: tuple[st
     finally:
         await store.close()
         await proxy.stop()
+        await asyncio.sleep(0)
+        gc.collect()
 
 
 @pytest.mark.parametrize(
