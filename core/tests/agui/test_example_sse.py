@@ -163,7 +163,8 @@ async def test_the_app_opens_its_own_store_for_its_lifetime(example, tmp_path):
 
 async def test_a_retry_of_a_run_still_streaming_gets_run_conflict_not_a_500(example, tmp_path):
     async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'ex.db'}") as store:
-        app = example.create_app(store, agent=example.WeatherAgent(delay=0.02))
+        # A slow stream (about 1 s) so the retry lands mid-run even on a loaded CI machine.
+        app = example.create_app(store, agent=example.WeatherAgent(delay=0.1))
         first = asyncio.create_task(call(app, "POST", "/agui", run_input("r4")))
         for _ in range(400):  # until the first POST registered its run
             if app.state.manager.get("t1", "r4") is not None:
