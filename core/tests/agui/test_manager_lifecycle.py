@@ -68,3 +68,31 @@ async def test_the_same_ids_run_again_as_soon_as_wait_returns(store, kit, fails)
 
 async def _collect(handle):
     return [e async for e in handle.events()]
+
+
+async def test_a_cancel_after_the_terminal_event_changes_nothing(store, kit):
+    linger = asyncio.Event()
+
+    async def script(inp):
+        yield kit.started(inp)
+        for event in kit.text("a1", ["done"]):
+            yield event
+        yield kit.finished(inp)
+        await linger.wait()  # an agent that lingers after its terminal event
+
+    manager = manager_for(store, kit.Agent(script))
+    handle = await manager.run(kit.run_input())
+    received = await asyncio.wait_for(_collect(handle), 5)
+    assert isinstance(received[-1], RunFinishedEvent)
+    assert received[-1].outcome is None or received[-1].outcome.type != "cancelled"
+    # The run ended as far as the client knows: the cancel reports so, stops the
+    # lingering agent (wait() returns without it) and leaves the outcome as it was.
+    assert handle.cancel() is False
+    assert manager.cancel("thread-1", "run-1") is False
+    await asyncio.wait_for(handle.wait(), 5)
+    assert not linger.is_set()
+    chat = await store.find_chat("u", "thread-1")
+    run = await store.get_run(chat.chat_id, "run-1")
+    assert run.status.value == "complete"
+    (message,) = [m for m in await kit.history(store, "u", "thread-1") if m.agui_id == "a1"]
+    assert (message.content, message.status.value) == ("done", "complete")

@@ -77,12 +77,19 @@ class RunHandle:
     def cancel(self) -> bool:
         """Cancel the run: open records end ``interrupted``, delivered content kept.
 
+        After the run's terminal event (``RUN_FINISHED``/``RUN_ERROR``) the outcome is
+        decided and stays as it is (the first terminal event decides, SPEC §3 "Runs,
+        status and steps"); an inner agent still lingering after it is stopped all the same,
+        so :meth:`wait` does not wait on it.
+
         Returns:
-            ``True`` if the run was still executing, ``False`` if it had ended.
+            ``True`` if the run was still executing, ``False`` if it had already ended
+            (its terminal event was sent, or its producer finished).
         """
         if self._producer is None or self._producer.done():
             return False
-        return self._producer.cancel()
+        cancelled = self._producer.cancel()
+        return cancelled and not self._terminal_sent
 
     async def wait(self) -> None:
         """Wait until the run has ended and everything of it is stored. Never raises.
