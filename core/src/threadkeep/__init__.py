@@ -12,6 +12,8 @@ Pick a backend by URL and open it::
 See ``threadkeep.typing`` for the protocols, ``threadkeep.testing`` for test helpers.
 """
 
+from importlib import metadata as _metadata
+
 from ._archive import (
     Archiver,
     ArchiveRef,
@@ -86,7 +88,8 @@ from ._store_chats import ErasureReceipt
 from ._store_context import trim_orphan_tool_results
 from ._store_core import as_utc
 
-__version__ = "0.1.0"
+# One source for the version: the distribution's metadata, written from core/pyproject.toml.
+__version__: str = _metadata.version("threadkeep")
 
 __all__ = [
     "DEDUPLICATION_KEY_LENGTH",
