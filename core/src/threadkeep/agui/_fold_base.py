@@ -16,6 +16,7 @@ from ag_ui.core import BaseEvent
 from .._models import Message, MessageStatus, Reasoning, Role, ToolCall
 from ._state import REUSED_ID_NOTE, FoldState, Record
 from ._text import TextBuffer, repair_model
+from ._wire import coerce
 
 __all__ = ["FoldBase"]
 
@@ -51,8 +52,11 @@ class FoldBase:
     async def dispatch(self, state: FoldState, event: BaseEvent) -> None:
         """Fold one event: close pending chunk messages, then call its handler.
 
+        Events are first read as the shapes real stacks send say (``_dialects``: a tool
+        result without ``messageId``, a ``RUN_ERROR`` with its text under ``error``...).
         Events with no registered handler go to :meth:`handle_unknown_event`.
         """
+        event = coerce(event)
         state.event_timestamp = event.timestamp
         if state.text_chunk is not None or state.tool_chunk is not None:
             await self.close_chunks(state, event)

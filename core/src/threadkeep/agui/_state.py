@@ -132,6 +132,9 @@ class FoldState:
     """Everything the fold knows about one run (AG-UI seed, ``StorageState``).
 
     Records are kept in creation order, which is the order a buffered run writes them in.
+    ``inbound_ids`` are the ids of the run input's messages (a snapshot echoing them is not
+    stored again); ``keep_events`` keeps events that carry no message content whole in the
+    run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
     """
 
     chat: Chat
@@ -159,6 +162,9 @@ class FoldState:
     run_metadata: dict[str, Any] = field(default_factory=dict)
     event_timestamp: int | None = None
     agui_uses: dict[str, int] = field(default_factory=dict)
+    inbound_ids: set[str] = field(default_factory=set)
+    keep_events: bool = False
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
     _keys: itertools.count[int] = field(default_factory=itertools.count)
 
     def new_key(self, agui_id: str | None) -> str:

@@ -17,8 +17,9 @@ from pydantic import ValidationError
 
 from .._errors import InvalidArgument
 from ._compat import THINKING_EVENTS, UnknownEvent
+from ._dialects import coerce_event, normalize_event_data
 
-__all__ = ["EVENT_CLASSES", "ParsedStream", "parse_event", "read_event_text"]
+__all__ = ["EVENT_CLASSES", "ParsedStream", "coerce", "parse_event", "read_event_text"]
 
 
 def _known_classes() -> dict[str, type[BaseEvent]]:
@@ -39,7 +40,9 @@ def parse_event(data: Mapping[str, Any]) -> BaseEvent:
 
     Args:
         data: The event object; ``type`` names its class. An unknown ``type`` gives an
-            :class:`UnknownEvent` holding every field.
+            :class:`UnknownEvent` holding every field. Shapes real stacks send (a
+            ``TOOL_CALL_RESULT`` without ``messageId``, a ``RUN_ERROR`` with its text under
+            ``error``...) are read first as ``_dialects`` says.
 
     Returns:
         The event model.
@@ -53,10 +56,22 @@ def parse_event(data: Mapping[str, Any]) -> BaseEvent:
         raise InvalidArgument("an AG-UI event is a JSON object with a string 'type'")
     cls = EVENT_CLASSES.get(data["type"], UnknownEvent)
     try:
-        return cls.model_validate(dict(data))
+        return cls.model_validate(normalize_event_data(data))
     except ValidationError as exc:
         fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
         raise InvalidArgument(f"invalid {data['type']} event ({fields})") from exc
+
+
+def coerce(event: BaseEvent) -> BaseEvent:
+    """Return the typed event an inner agent's event stands for (``_dialects.coerce_event``).
+
+    Args:
+        event: An event as an inner agent yielded it.
+
+    Returns:
+        The event to fold (``event`` itself unless a dialect rule applies).
+    """
+    return coerce_event(event, EVENT_CLASSES, (UnknownEvent,))
 
 
 @dataclass(frozen=True, slots=True)
