@@ -116,6 +116,13 @@ class StorageAgent(EventFolder):
         lease_seconds: Lease length; heartbeats renew it every third of it (default 60 s).
         translate: Stored messages -> AG-UI messages (default :func:`translate_messages`).
         chat_options: Keyword arguments for ``Store.create_chat`` (``name``, ``tenant_id``...).
+        keep_events: Keep every event that carries no message content (``RAW``, ``CUSTOM``,
+            ``USAGE_METADATA``, unknown types) whole in the run's ``metadata["agui_events"]``;
+            they are counted and their token usage taken either way (``_fold_other``).
+        accept_history: Store inbound messages of any role that the chat does not hold
+            (recorded history, as ``threadkeep import`` does) instead of refusing them.
+        run_metadata: Extra entries for every run's ``metadata`` (JSON values), written
+            with the run's end.
 
     Raises:
         InvalidArgument: If a policy or size is invalid.
@@ -135,6 +142,9 @@ class StorageAgent(EventFolder):
         lease_seconds: float = 60.0,
         translate: Callable[[Sequence[Message]], list[AguiMessage]] = translate_messages,
         chat_options: Mapping[str, Any] | None = None,
+        keep_events: bool = False,
+        accept_history: bool = False,
+        run_metadata: Mapping[str, Any] | None = None,
     ) -> None:
         if on_error not in ("keep", "discard"):
             raise InvalidArgument(f"on_error is 'keep' or 'discard', not {on_error!r}")
@@ -152,6 +162,9 @@ class StorageAgent(EventFolder):
         self.lease_seconds = lease_seconds
         self._translate = translate
         self.chat_options = dict(chat_options or {})
+        self.keep_events = keep_events
+        self.accept_history = accept_history
+        self.run_metadata = dict(run_metadata or {})
         self.persistence: asyncio.Task[None] | None = None
         """The background fold of the current (or last) run; done once it is all stored."""
 
@@ -255,6 +268,7 @@ class StorageAgent(EventFolder):
                 input.messages,
                 context,
                 run_id=input.run_id,
+                accept_any=self.accept_history,
             )
             if problem is not None:
                 return RunErrorEvent(message=problem, code="INVALID_INPUT")
@@ -279,6 +293,9 @@ class StorageAgent(EventFolder):
             self.write_policy, self.store, self.materialize, flush_bytes=self.flush_bytes
         )
         state = FoldState(chat, input.run_id, stack_id, writer, agent_id=self.agent_id)
+        state.inbound_ids = {m.id for m in input.messages}
+        state.keep_events = self.keep_events
+        state.run_metadata.update(self.run_metadata)
         last = resume.last_incomplete if resume else None
         space = dict(last.space_snapshot or {}) if last is not None else {}
         agent_input = input.model_copy(update={"messages": history})
@@ -322,6 +339,7 @@ class StorageAgent(EventFolder):
             input.messages,
             context,
             run_id=input.run_id,
+            accept_any=self.accept_history,
             include_hidden=True,
         )
         if problem is not None:

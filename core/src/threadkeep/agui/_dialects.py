@@ -116,7 +116,10 @@ def _tool_result(data: dict[str, Any]) -> None:
     if not _first(data, "messageId", "message_id") and isinstance(call_id, str) and call_id:
         data.pop("message_id", None)
         data["messageId"] = tool_result_id(call_id)
-    if data.get("content") in (None, "") and (value := _first(data, "result", "output")) is not None:
+    if (
+        data.get("content") in (None, "")
+        and (value := _first(data, "result", "output")) is not None
+    ):
         data["content"] = _as_content(value)
     elif data.get("content") is not None and not isinstance(data["content"], str | list):
         data["content"] = _as_content(data["content"])
