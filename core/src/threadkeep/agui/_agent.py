@@ -27,6 +27,7 @@ from .._errors import (
     ThreadkeepError,
 )
 from .._models import Chat, Message
+from .._paging import MessageFilter
 from .._runs import Run, RunStatus, Step, StepStatus, StepType
 from .._store import Store
 from ._fold import EventFolder
@@ -296,10 +297,32 @@ class StorageAgent(EventFolder):
         state.inbound_ids = {m.id for m in input.messages}
         state.keep_events = self.keep_events
         state.run_metadata.update(self.run_metadata)
+        if resume is not None:
+            await self._load_previous_attempt(state, resume)
         last = resume.last_incomplete if resume else None
         space = dict(last.space_snapshot or {}) if last is not None else {}
         agent_input = input.model_copy(update={"messages": history})
         return _Opened(state, agent_input, previous, space)
+
+    async def _load_previous_attempt(self, state: FoldState, resume: ResumeState) -> None:
+        """Give a resumed run's fold what earlier attempts stored (issue 18: no re-store)."""
+        state.previous_steps = {
+            str(s.metadata.get("key")): s for s in resume.steps if s.metadata.get("key")
+        }
+        cursor: str | None = None
+        while True:
+            page = await self.store.list_messages(
+                state.chat.chat_id,
+                limit=200,
+                cursor=cursor,
+                message_filter=MessageFilter(run_id=state.run_id),
+            )
+            for message in page.items:
+                if message.agui_id:
+                    state.previous_messages[message.agui_id] = message
+            if not page.has_more:
+                return
+            cursor = page.next_cursor
 
     async def _begin(self, chat: Chat, input: RunAgentInput, new: list[Message]) -> None:
         await self.store.begin_run(

@@ -180,6 +180,10 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
         """Track the active AG-UI step and record it as a ``Step`` of type ``agui_step``."""
         if isinstance(event, StepStartedEvent):
             state.active_steps.append(event.step_name)
+            earlier = state.previous_steps.get(self.agui_step_key(state, event.step_name))
+            if earlier is not None and earlier.status is StepStatus.COMPLETED:
+                state.agui_steps[event.step_name] = earlier.step_id  # re-sent: not stored again
+                return
             step = Step(
                 chat_id=state.chat.chat_id,
                 run_id=state.run_id,
@@ -188,8 +192,10 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
                 type=AGUI_STEP_TYPE,
                 status=StepStatus.RUNNING,
                 input={"step_name": event.step_name},
-                metadata={"key": f"{state.stack_id}:{AGUI_STEP_TYPE}:{event.step_name}"},
+                metadata={"key": self.agui_step_key(state, event.step_name)},
             )
+            if earlier is not None:
+                step = step.model_copy(update={"step_id": earlier.step_id})
             state.agui_steps[event.step_name] = step.step_id
             await state.writer.step_changed(state, step, durable=False)
         elif isinstance(event, StepFinishedEvent):

@@ -49,6 +49,8 @@ class Record:
         truncated_at: Set once its streamed text reached the store's ``max_message_bytes``:
             the UTF-8 bytes kept (later deltas are dropped; the record ends ``errored``).
         dropped_bytes: UTF-8 bytes of the deltas dropped since.
+        replayed: A resumed run re-sent a message an earlier attempt stored complete; its
+            events are folded here and never written.
     """
 
     message: Message
@@ -63,6 +65,7 @@ class Record:
     title: str | None = None
     truncated_at: int | None = None
     dropped_bytes: int = 0
+    replayed: bool = False
 
     def buffers(self) -> list[TextBuffer]:
         """Every text buffer of the record."""
@@ -135,6 +138,9 @@ class FoldState:
     ``inbound_ids`` are the ids of the run input's messages (a snapshot echoing them is not
     stored again); ``keep_events`` keeps events that carry no message content whole in the
     run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
+    On a resumed run, ``previous_messages`` are the run's stored messages by AG-UI id and
+    ``previous_steps`` its earlier attempts' steps by key (events re-sent for them are not
+    stored again, see ``FoldBase.open_record``).
     """
 
     chat: Chat
@@ -165,6 +171,8 @@ class FoldState:
     inbound_ids: set[str] = field(default_factory=set)
     keep_events: bool = False
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    previous_messages: dict[str, Message] = field(default_factory=dict)
+    previous_steps: dict[str, Step] = field(default_factory=dict)
     _keys: itertools.count[int] = field(default_factory=itertools.count)
 
     def new_key(self, agui_id: str | None) -> str:
