@@ -151,7 +151,8 @@ def _read(path: Path, *, root: Path, strict: bool) -> list[Recording]:
         raise InvalidArgument(f"{path}: {parsed.problems[0]}; the file is not valid JSON Lines")
     if not found:
         skipped = [*(parsed.problems if parsed else []), *skipped]
-        reason = f" ({len(skipped)} items, first: {skipped[0]})" if skipped else " (empty)"
+        noun = "item" if len(skipped) == 1 else "items"
+        reason = f" ({len(skipped)} {noun}, first: {skipped[0]})" if skipped else " (empty)"
         if strict:
             summary = f"{len(skipped)} item{'s' if len(skipped) != 1 else ''} skipped"
             msg = f"{path} holds no AG-UI events or RunAgentInput request"
