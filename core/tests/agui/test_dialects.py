@@ -260,9 +260,7 @@ async def test_a_snapshot_after_the_stream_is_reconciled_not_stored_twice(
 
 
 @pytest.mark.parametrize("path", PATHS)
-async def test_a_reused_client_id_with_other_content_is_a_new_message(
-    every_store, tmp_path, path
-):
+async def test_a_reused_client_id_with_other_content_is_a_new_message(every_store, tmp_path, path):
     for index, prompt in enumerate(["first prompt", "second prompt", "second prompt"]):
         run = f"r-{index}"
         stream = [started(run), *text(f"a-{index}", "ok"), finished(run)]

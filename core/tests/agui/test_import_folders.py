@@ -8,6 +8,7 @@ and importing again writes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
@@ -64,7 +65,8 @@ def test_two_hundred_run_folders_import_with_one_command(cli, tmp_path, caplog):
     assert counts["messages_created"] == FOLDERS * 4  # prompt, call, result, answer
     assert counts["tool_calls_created"] == FOLDERS
     notes = [line for line in first.stderr.splitlines() if "metadata.json" in line]
-    assert len(notes) == FOLDERS and all("not an AG-UI file" in n for n in notes)
+    assert len(notes) == FOLDERS
+    assert all("not an AG-UI file" in n for n in notes)
 
     async def check():
         async with open_store(url) as store:
@@ -77,8 +79,6 @@ def test_two_hundred_run_folders_import_with_one_command(cli, tmp_path, caplog):
                 f"call-{i}" for i in range(FOLDERS)
             }
             return sorted((m.message_id, m.revision) for m in messages)
-
-    import asyncio
 
     before = asyncio.run(check())
     again = cli("import", str(root), "--format", "agui", "--url", url, "--json")
@@ -108,7 +108,8 @@ async def test_a_malformed_events_file_refuses_the_import_naming_file_and_line(s
     broken.write_text("\n".join(lines) + "\n")
     with pytest.raises(InvalidArgument) as raised:
         await import_agui(store, tmp_path, user_id=USER)
-    assert str(broken) in str(raised.value) and "line 4" in str(raised.value)
+    assert str(broken) in str(raised.value)
+    assert "line 4" in str(raised.value)
     assert (await store.list_chats(limit=10)).items == []
 
 
@@ -119,8 +120,10 @@ async def test_a_malformed_request_names_its_file_without_a_pydantic_dump(store,
     with pytest.raises(InvalidArgument) as raised:
         await import_agui(store, tmp_path, user_id=USER)
     text = str(raised.value)
-    assert str(bad) in text and "not a RunAgentInput" in text
-    assert "errors.pydantic.dev" not in text and "\n" not in text
+    assert str(bad) in text
+    assert "not a RunAgentInput" in text
+    assert "errors.pydantic.dev" not in text
+    assert "\n" not in text
 
 
 async def test_a_run_folder_named_directly_finds_its_request(store, tmp_path, caplog):

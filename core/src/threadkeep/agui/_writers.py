@@ -243,13 +243,15 @@ class BufferedWriter(RunWriter):
         records = [r for r in state.records.values() if not r.replayed and not r.stored]
         for record in state.records.values():
             if record.stored and not record.replayed:
-                await _retrying(
-                    "updating a message", lambda r=record: self.replace_record(state, r)
-                )
+                await _overwrite_record(self, state, record)
         steps = [state.steps[i] for i in state.dirty_steps]
         await end_run(
             self, state, owner=owner, status=status, steps=steps, metadata=metadata, records=records
         )
+
+
+async def _overwrite_record(writer: RunWriter, state: FoldState, record: Record) -> None:
+    await _retrying("updating a message", lambda: writer.replace_record(state, record))
 
 
 async def end_run(
