@@ -7,6 +7,7 @@ real recorded data is read from ``../shared/realdata`` and the tests skip withou
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -39,6 +40,13 @@ async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
         yield store
 
 
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "mongodb", "memservice"])
+async def every_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """An open, empty store of every driver (MongoDB: a fresh database, dropped after)."""
+    async with _backend_store(request.param, tmp_path) as store:
+        yield store
+
+
 @pytest.fixture(params=["memory", "sqlite"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """An open, empty store: the reference driver and the embedded default."""
@@ -54,8 +62,19 @@ class _backend_store:  # noqa: N801 - used like a function
 
     async def __aenter__(self) -> Store:
         options: dict[str, Any] = {}
-        if self.backend == "memory":
-            url = "memory://"
+        self.mongo: tuple[str, str] | None = None
+        if self.backend in ("memory", "memservice"):
+            url = f"{self.backend}://"
+        elif self.backend == "mongodb":
+            from threadkeep_contract_tests import require_service
+
+            server = require_service("THREADKEEP_TEST_MONGODB_URL", "MongoDB")
+            name = f"tk_agui_{uuid.uuid4().hex[:16]}"
+            scheme, _, rest = server.partition("://")
+            hosts, _, path = rest.partition("/")
+            query = path.partition("?")[2]
+            url = f"{scheme}://{hosts}/{name}" + (f"?{query}" if query else "")
+            self.mongo = (server, name)
         elif self.backend == "sqlite":
             url = f"sqlite+aiosqlite:///{self.tmp_path / 'agui.db'}"
         else:
@@ -73,6 +92,14 @@ class _backend_store:  # noqa: N801 - used like a function
         await self.store.close()
         if self.schema is not None:
             await self.schema.__aexit__(None, None, None)
+        if self.mongo is not None:
+            from pymongo import AsyncMongoClient
+
+            client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(self.mongo[0])
+            try:
+                await client.drop_database(self.mongo[1])
+            finally:
+                await client.close()
 
 
 class ScriptedAgent:

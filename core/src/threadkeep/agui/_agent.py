@@ -27,6 +27,7 @@ from .._errors import (
     ThreadkeepError,
 )
 from .._models import Chat, Message
+from .._paging import MessageFilter
 from .._runs import Run, RunStatus, Step, StepStatus, StepType
 from .._store import Store
 from ._fold import EventFolder
@@ -116,6 +117,13 @@ class StorageAgent(EventFolder):
         lease_seconds: Lease length; heartbeats renew it every third of it (default 60 s).
         translate: Stored messages -> AG-UI messages (default :func:`translate_messages`).
         chat_options: Keyword arguments for ``Store.create_chat`` (``name``, ``tenant_id``...).
+        keep_events: Keep every event that carries no message content (``RAW``, ``CUSTOM``,
+            ``USAGE_METADATA``, unknown types) whole in the run's ``metadata["agui_events"]``;
+            they are counted and their token usage taken either way (``_fold_other``).
+        accept_history: Store inbound messages of any role that the chat does not hold
+            (recorded history, as ``threadkeep import`` does) instead of refusing them.
+        run_metadata: Extra entries for every run's ``metadata`` (JSON values), written
+            with the run's end.
 
     Raises:
         InvalidArgument: If a policy or size is invalid.
@@ -135,6 +143,9 @@ class StorageAgent(EventFolder):
         lease_seconds: float = 60.0,
         translate: Callable[[Sequence[Message]], list[AguiMessage]] = translate_messages,
         chat_options: Mapping[str, Any] | None = None,
+        keep_events: bool = False,
+        accept_history: bool = False,
+        run_metadata: Mapping[str, Any] | None = None,
     ) -> None:
         if on_error not in ("keep", "discard"):
             raise InvalidArgument(f"on_error is 'keep' or 'discard', not {on_error!r}")
@@ -152,6 +163,9 @@ class StorageAgent(EventFolder):
         self.lease_seconds = lease_seconds
         self._translate = translate
         self.chat_options = dict(chat_options or {})
+        self.keep_events = keep_events
+        self.accept_history = accept_history
+        self.run_metadata = dict(run_metadata or {})
         self.persistence: asyncio.Task[None] | None = None
         """The background fold of the current (or last) run; done once it is all stored."""
 
@@ -255,6 +269,7 @@ class StorageAgent(EventFolder):
                 input.messages,
                 context,
                 run_id=input.run_id,
+                accept_any=self.accept_history,
             )
             if problem is not None:
                 return RunErrorEvent(message=problem, code="INVALID_INPUT")
@@ -279,10 +294,35 @@ class StorageAgent(EventFolder):
             self.write_policy, self.store, self.materialize, flush_bytes=self.flush_bytes
         )
         state = FoldState(chat, input.run_id, stack_id, writer, agent_id=self.agent_id)
+        state.inbound_ids = {m.id for m in input.messages}
+        state.keep_events = self.keep_events
+        state.run_metadata.update(self.run_metadata)
+        if resume is not None:
+            await self._load_previous_attempt(state, resume)
         last = resume.last_incomplete if resume else None
         space = dict(last.space_snapshot or {}) if last is not None else {}
         agent_input = input.model_copy(update={"messages": history})
         return _Opened(state, agent_input, previous, space)
+
+    async def _load_previous_attempt(self, state: FoldState, resume: ResumeState) -> None:
+        """Give a resumed run's fold what earlier attempts stored (issue 18: no re-store)."""
+        state.previous_steps = {
+            str(s.metadata.get("key")): s for s in resume.steps if s.metadata.get("key")
+        }
+        cursor: str | None = None
+        while True:
+            page = await self.store.list_messages(
+                state.chat.chat_id,
+                limit=200,
+                cursor=cursor,
+                message_filter=MessageFilter(run_id=state.run_id),
+            )
+            for message in page.items:
+                if message.agui_id:
+                    state.previous_messages[message.agui_id] = message
+            if not page.has_more:
+                return
+            cursor = page.next_cursor
 
     async def _begin(self, chat: Chat, input: RunAgentInput, new: list[Message]) -> None:
         await self.store.begin_run(
@@ -322,6 +362,7 @@ class StorageAgent(EventFolder):
             input.messages,
             context,
             run_id=input.run_id,
+            accept_any=self.accept_history,
             include_hidden=True,
         )
         if problem is not None:

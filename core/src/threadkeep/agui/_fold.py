@@ -2,7 +2,9 @@
 
 :class:`EventFolder` registers a handler per event family (see ``event_handlers``) and
 implements the text, run-lifecycle and step families; tool calls and reasoning live in
-``_fold_nested``, state, activity and snapshots in ``_fold_extras``.
+``_fold_nested``, state and activity in ``_fold_extras``, message snapshots in
+``_fold_snapshot``, events without message content (``RAW``, ``CUSTOM``, usage) in
+``_fold_other``. Shapes real stacks send are read as the protocol's first (``_dialects``).
 
 Text: ``TEXT_MESSAGE_START`` opens a message record (role from the event, default
 assistant), ``CONTENT`` deltas fold into its ``content``, ``END`` completes it. A
@@ -57,6 +59,8 @@ from .._runs import RunStatus, Step, StepStatus
 from ._compat import THINKING_EVENTS
 from ._fold_extras import ExtraHandlers
 from ._fold_nested import NestedHandlers
+from ._fold_other import OtherHandlers
+from ._fold_snapshot import SnapshotHandlers
 from ._state import FoldState, Record
 
 __all__ = ["AGUI_STEP_TYPE", "EventFolder"]
@@ -76,7 +80,7 @@ _STEP_END = {
 }
 
 
-class EventFolder(NestedHandlers, ExtraHandlers):
+class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers):
     """Folds a run's AG-UI events into message records and steps (see the module docstring)."""
 
     @classmethod
@@ -152,7 +156,7 @@ class EventFolder(NestedHandlers, ExtraHandlers):
                 state, RunStatus.INTERRUPTED if cancelled else RunStatus.COMPLETE
             )
         elif isinstance(event, RunErrorEvent):
-            state.error = event.message
+            state.error = event.message or None  # a RUN_ERROR with no text still errors
             if event.code:
                 state.run_metadata["agui_error_code"] = event.code
             if event.usage is not None:
@@ -176,6 +180,10 @@ class EventFolder(NestedHandlers, ExtraHandlers):
         """Track the active AG-UI step and record it as a ``Step`` of type ``agui_step``."""
         if isinstance(event, StepStartedEvent):
             state.active_steps.append(event.step_name)
+            earlier = state.previous_steps.get(self.agui_step_key(state, event.step_name))
+            if earlier is not None and earlier.status is StepStatus.COMPLETED:
+                state.agui_steps[event.step_name] = earlier.step_id  # re-sent: not stored again
+                return
             step = Step(
                 chat_id=state.chat.chat_id,
                 run_id=state.run_id,
@@ -184,8 +192,10 @@ class EventFolder(NestedHandlers, ExtraHandlers):
                 type=AGUI_STEP_TYPE,
                 status=StepStatus.RUNNING,
                 input={"step_name": event.step_name},
-                metadata={"key": f"{state.stack_id}:{AGUI_STEP_TYPE}:{event.step_name}"},
+                metadata={"key": self.agui_step_key(state, event.step_name)},
             )
+            if earlier is not None:
+                step = step.model_copy(update={"step_id": earlier.step_id})
             state.agui_steps[event.step_name] = step.step_id
             await state.writer.step_changed(state, step, durable=False)
         elif isinstance(event, StepFinishedEvent):

@@ -14,8 +14,10 @@ from typing import Any, ClassVar
 from ag_ui.core import BaseEvent
 
 from .._models import Message, MessageStatus, Reasoning, Role, ToolCall
+from .._runs import StepStatus
 from ._state import REUSED_ID_NOTE, FoldState, Record
 from ._text import TextBuffer, repair_model
+from ._wire import coerce
 
 __all__ = ["FoldBase"]
 
@@ -51,8 +53,11 @@ class FoldBase:
     async def dispatch(self, state: FoldState, event: BaseEvent) -> None:
         """Fold one event: close pending chunk messages, then call its handler.
 
+        Events are first read as the shapes real stacks send say (``_dialects``: a tool
+        result without ``messageId``, a ``RUN_ERROR`` with its text under ``error``...).
         Events with no registered handler go to :meth:`handle_unknown_event`.
         """
+        event = coerce(event)
         state.event_timestamp = event.timestamp
         if state.text_chunk is not None or state.tool_chunk is not None:
             await self.close_chunks(state, event)
@@ -164,10 +169,38 @@ class FoldBase:
         if stored_id != (agui_id or None):
             message.metadata = {**message.metadata, REUSED_ID_NOTE: agui_id}
         record = Record(message=message, key=state.new_key(agui_id), tool_host=tool_host)
+        self.match_previous_attempt(state, record)
         state.add_record(record, agui_id)
-        if write:
+        if write and not record.replayed:
             await state.writer.record_boundary(state, record)
         return record
+
+    def match_previous_attempt(self, state: FoldState, record: Record) -> None:
+        """On a resumed run, match a new record to what an earlier attempt stored.
+
+        Issue 18: an agent resuming a run may re-send the events of work that completed.
+        A record whose AG-UI id names a message of the run stored ``complete``, or opened
+        inside an AG-UI step the earlier attempt completed, is *replayed*: its events are
+        folded and never written. A record whose id names a message left unfinished
+        (interrupted, errored) takes that message's place: it is written over it.
+        """
+        stored_id = record.message.agui_id
+        earlier = state.previous_messages.get(stored_id) if stored_id else None
+        step = state.active_step
+        done_step = state.previous_steps.get(self.agui_step_key(state, step)) if step else None
+        if earlier is not None and earlier.status is not MessageStatus.COMPLETE:
+            record.message.message_id = earlier.message_id
+            record.stored = True
+        elif earlier is not None or (
+            done_step is not None and done_step.status is StepStatus.COMPLETED
+        ):
+            record.replayed = record.stored = True
+            record.dirty = False
+
+    @staticmethod
+    def agui_step_key(state: FoldState, step_name: str | None) -> str:
+        """Return the key of the ``agui_step`` step recorded for an AG-UI step name."""
+        return f"{state.stack_id}:agui_step:{step_name}"
 
     async def boundary(self, state: FoldState, record: Record) -> None:
         """Tell the writer a record reached a boundary (written now under ``incremental``)."""

@@ -5,8 +5,8 @@
 - ``ACTIVITY_SNAPSHOT`` / ``ACTIVITY_DELTA``: an AG-UI activity message, stored as an
   assistant message whose ``CustomPart`` ``agui_activity`` holds its type and content
   (``metadata["agui_role"] == "activity"``), rewritten on each change.
-- ``MESSAGES_SNAPSHOT``: every message of the snapshot not already stored (by its id, as a
-  message or as a nested tool call or reasoning) is stored, complete.
+
+``MESSAGES_SNAPSHOT`` is reconciled with the stream in ``_fold_snapshot``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from ag_ui.core import (
     ActivityDeltaEvent,
     ActivitySnapshotEvent,
     BaseEvent,
-    MessagesSnapshotEvent,
     StateDeltaEvent,
     StateSnapshotEvent,
 )
@@ -28,7 +27,7 @@ from .._models import CustomPart, MessageStatus, Role
 from ._fold_base import FoldBase
 from ._jsonpatch import apply_patch
 from ._state import FoldState, Record
-from ._translate import ACTIVITY_PART, message_from_agui
+from ._translate import ACTIVITY_PART
 
 __all__ = ["ExtraHandlers"]
 
@@ -36,7 +35,7 @@ _log = logging.getLogger("threadkeep.agui")
 
 
 class ExtraHandlers(FoldBase):
-    """``handle_state``, ``handle_activity`` and ``handle_messages_snapshot``."""
+    """``handle_state`` and ``handle_activity``."""
 
     async def handle_state(self, state: FoldState, event: BaseEvent) -> None:
         """Track the AG-UI state document (snapshot, or JSON Patch delta)."""
@@ -73,31 +72,6 @@ class ExtraHandlers(FoldBase):
         record.message.parts = [CustomPart(name=ACTIVITY_PART, value=value)]
         record.message.metadata = {**record.message.metadata, "agui_role": "activity"}
         await self.finish(state, record, MessageStatus.COMPLETE)
-
-    async def handle_messages_snapshot(self, state: FoldState, event: BaseEvent) -> None:
-        """Store every snapshot message the chat does not hold yet, in snapshot order."""
-        if not isinstance(event, MessagesSnapshotEvent):
-            return
-        for message in event.messages:
-            if state.record_for(message.id) or await self._stored(state, message.id):
-                continue
-            stored = message_from_agui(message, run_id=state.run_id)
-            record = await self.open_record(
-                state, agui_id=message.id, role=stored.role, write=False
-            )
-            stored.message_id = record.message.message_id
-            stored.step = state.active_step
-            record.message = stored
-            await self.finish(state, record, MessageStatus.COMPLETE)
-
-    async def _stored(self, state: FoldState, agui_id: str) -> bool:
-        store = state.writer.store
-        chat_id = state.chat.chat_id
-        if await store.get_message_by_agui_id(chat_id, agui_id) is not None:
-            return True
-        if await store.get_tool_call_by_agui_id(chat_id, agui_id) is not None:
-            return True
-        return await store.get_reasoning_by_agui_id(chat_id, agui_id) is not None
 
 
 def _activity_content(record: Record | None) -> Any:

@@ -154,12 +154,24 @@ class NestedHandlers(FoldBase):
             await self.boundary(state, host)
 
     async def store_tool_result(self, state: FoldState, event: ToolCallResultEvent) -> None:
-        """Store a tool result as a ``tool`` message answering ``event.tool_call_id``."""
-        # A result is a whole message: an id used again (a later turn's result) is a new one.
+        """Store a tool result as a ``tool`` message answering ``event.tool_call_id``.
+
+        The same result sent again (same id, same call, same content: a retry) is one
+        message; an id used again with another result (a later turn's) is a new one.
+        """
+        text, parts = parts_from_agui(event.content)
+        known = state.record_for(event.message_id)
+        if (
+            known is not None
+            and known.message.role is Role.TOOL
+            and known.message.tool_call_ref == event.tool_call_id
+            and known.content.text() == text
+            and known.message.parts == parts
+        ):
+            return
         record = await self.open_record(
             state, agui_id=event.message_id, role=Role.TOOL, write=False, reopen=False
         )
-        text, parts = parts_from_agui(event.content)
         record.content = TextBuffer(text)
         record.message.parts = parts
         record.message.tool_call_ref = event.tool_call_id

@@ -5,7 +5,11 @@ message not stored in this chat must be a user message; anything else unknown en
 with ``INVALID_INPUT``. "Stored" spans the tool calls and reasonings nested in stored
 messages, so an echoed assistant message, tool result or reasoning replays cleanly:
 
-- a user message is stored when its id is a stored message's ``agui_id``; else it is new;
+- a user message is stored when a stored message with its id has its content; a user
+  message whose id is held by a message with other content (front ends that send every
+  prompt as ``msg-1``) is a new message stored as ``"<id>#<n>"`` (``n`` = 2, 3, ...: the
+  first free one; ``metadata["agui_id"]`` keeps the id), unless ``"<id>#<n>"`` already
+  holds its content (then it is stored: a replay is a no-op); else it is new;
 - a tool message is stored when its id is; else, when it answers a stored tool call
   (``toolCallId``), it is a frontend tool's result and is new; else refused;
 - an assistant message is stored when its id is a stored message's, or a stored tool
@@ -24,6 +28,8 @@ counted in the stored message's ``metadata["replaced_surrogates"]``.
 
 from __future__ import annotations
 
+import itertools
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
@@ -33,10 +39,13 @@ from ag_ui.core import AssistantMessage, ReasoningMessage, ToolMessage, UserMess
 from .._errors import CapabilityNotSupported
 from .._models import Message
 from .._store import Store
+from ._state import REUSED_ID_NOTE
 from ._text import SURROGATES_NOTE, repair_model
 from ._translate import AguiMessage, agui_id_of, message_from_agui
 
 __all__ = ["classify_inbound", "same_message"]
+
+_log = logging.getLogger("threadkeep.agui")
 
 
 _SCAN_PAGE = 500
@@ -49,6 +58,7 @@ class _Known:
     messages: set[str] = field(default_factory=set)
     tool_calls: set[str] = field(default_factory=set)
     reasonings: set[str] = field(default_factory=set)
+    held: dict[str, Message] = field(default_factory=dict)
     hidden_loaded: bool = False
 
     async def load_hidden(self) -> None:
@@ -77,6 +87,8 @@ class _Known:
             return  # a driver without the primitive: hidden ids stay unknown
 
     def add(self, message: Message) -> None:
+        if message.deleted_at is None:
+            self.held.setdefault(agui_id_of(message), message)
         self.messages.add(agui_id_of(message))
         self.tool_calls.update(c.agui_id for c in message.tool_calls if c.agui_id)
         self.reasonings.update(r.agui_id for r in message.reasonings if r.agui_id)
@@ -87,6 +99,17 @@ class _Known:
         if self.chat_id is None:
             return False
         return await self.store.get_message_by_agui_id(self.chat_id, agui_id) is not None
+
+    async def holder(self, agui_id: str) -> Message | None:
+        """Return the visible message holding ``agui_id`` (context, this input, store)."""
+        if agui_id in self.held:
+            return self.held[agui_id]
+        if self.chat_id is None:
+            return None
+        found = await self.store.get_message_by_agui_id(self.chat_id, agui_id)
+        if found is not None:
+            self.held[agui_id] = found
+        return found
 
     async def tool_call(self, agui_id: str) -> bool:
         if agui_id in self.tool_calls:
@@ -138,10 +161,10 @@ async def classify_inbound(
     for original in inbound:
         # Lone surrogates (ids included) become U+FFFD first, so lookups and writes agree.
         message, replaced = repair_model(original, note=False)
-        verdict = await _verdict(known, message)
+        verdict, stored_id = await _verdict(known, message, run_id)
         if verdict == "refused" and not (accept_any or known.hidden_loaded):
             await known.load_hidden()  # a hidden message echoed by the client is stored
-            verdict = await _verdict(known, message)
+            verdict, stored_id = await _verdict(known, message, run_id)
         if verdict == "refused" and accept_any:
             verdict = "new"
         if verdict == "refused":
@@ -154,16 +177,44 @@ async def classify_inbound(
             stored = message_from_agui(message, run_id=run_id)
             if replaced:
                 stored.metadata = {**stored.metadata, SURROGATES_NOTE: replaced}
+            if stored_id != message.id:
+                stored.agui_id = stored_id
+                stored.metadata = {**stored.metadata, REUSED_ID_NOTE: message.id}
+                _log.warning(
+                    "threadkeep: run %r: message id %r is stored already with other content; "
+                    "the new message is stored as %r",
+                    run_id,
+                    message.id,
+                    stored_id,
+                )
             new.append(stored)
             known.add(stored)
     return new, None
 
 
-async def _verdict(known: _Known, message: AguiMessage) -> str:
+async def _verdict(known: _Known, message: AguiMessage, run_id: str) -> tuple[str, str]:
+    """Return ``(verdict, id)``: ``stored``/``new``/``refused``, and the id it is stored under."""
+    if isinstance(message, UserMessage):
+        return await _user_verdict(known, message, run_id)
+    return await _other_verdict(known, message), message.id
+
+
+async def _user_verdict(known: _Known, message: UserMessage, run_id: str) -> tuple[str, str]:
+    inbound = message_from_agui(message, run_id=run_id)
+    for n in itertools.count(1):
+        candidate = message.id if n == 1 else f"{message.id}#{n}"
+        held = await known.holder(candidate)
+        if held is None:
+            # Taken by a hidden message (delete_messages) only: it counts as stored.
+            return ("stored" if candidate in known.messages else "new"), candidate
+        if same_message(held, inbound):
+            return "stored", candidate
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _other_verdict(known: _Known, message: AguiMessage) -> str:
     if await known.message(message.id):
         return "stored"
-    if isinstance(message, UserMessage):
-        return "new"
     if isinstance(message, ToolMessage):
         answers_stored_call = await known.tool_call(message.tool_call_id)
         return "new" if answers_stored_call else "refused"

@@ -49,6 +49,8 @@ class Record:
         truncated_at: Set once its streamed text reached the store's ``max_message_bytes``:
             the UTF-8 bytes kept (later deltas are dropped; the record ends ``errored``).
         dropped_bytes: UTF-8 bytes of the deltas dropped since.
+        replayed: A resumed run re-sent a message an earlier attempt stored complete; its
+            events are folded here and never written.
     """
 
     message: Message
@@ -63,6 +65,7 @@ class Record:
     title: str | None = None
     truncated_at: int | None = None
     dropped_bytes: int = 0
+    replayed: bool = False
 
     def buffers(self) -> list[TextBuffer]:
         """Every text buffer of the record."""
@@ -132,6 +135,12 @@ class FoldState:
     """Everything the fold knows about one run (AG-UI seed, ``StorageState``).
 
     Records are kept in creation order, which is the order a buffered run writes them in.
+    ``inbound_ids`` are the ids of the run input's messages (a snapshot echoing them is not
+    stored again); ``keep_events`` keeps events that carry no message content whole in the
+    run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
+    On a resumed run, ``previous_messages`` are the run's stored messages by AG-UI id and
+    ``previous_steps`` its earlier attempts' steps by key (events re-sent for them are not
+    stored again, see ``FoldBase.open_record``).
     """
 
     chat: Chat
@@ -159,6 +168,11 @@ class FoldState:
     run_metadata: dict[str, Any] = field(default_factory=dict)
     event_timestamp: int | None = None
     agui_uses: dict[str, int] = field(default_factory=dict)
+    inbound_ids: set[str] = field(default_factory=set)
+    keep_events: bool = False
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    previous_messages: dict[str, Message] = field(default_factory=dict)
+    previous_steps: dict[str, Step] = field(default_factory=dict)
     _keys: itertools.count[int] = field(default_factory=itertools.count)
 
     def new_key(self, agui_id: str | None) -> str:

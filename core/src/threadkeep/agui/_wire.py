@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from ag_ui.core import BaseEvent, Event
@@ -17,8 +17,9 @@ from pydantic import ValidationError
 
 from .._errors import InvalidArgument
 from ._compat import THINKING_EVENTS, UnknownEvent
+from ._dialects import coerce_event, normalize_event_data
 
-__all__ = ["EVENT_CLASSES", "ParsedStream", "parse_event", "read_event_text"]
+__all__ = ["EVENT_CLASSES", "ParsedStream", "coerce", "parse_event", "read_event_text"]
 
 
 def _known_classes() -> dict[str, type[BaseEvent]]:
@@ -39,7 +40,9 @@ def parse_event(data: Mapping[str, Any]) -> BaseEvent:
 
     Args:
         data: The event object; ``type`` names its class. An unknown ``type`` gives an
-            :class:`UnknownEvent` holding every field.
+            :class:`UnknownEvent` holding every field. Shapes real stacks send (a
+            ``TOOL_CALL_RESULT`` without ``messageId``, a ``RUN_ERROR`` with its text under
+            ``error``...) are read first as ``_dialects`` says.
 
     Returns:
         The event model.
@@ -53,10 +56,22 @@ def parse_event(data: Mapping[str, Any]) -> BaseEvent:
         raise InvalidArgument("an AG-UI event is a JSON object with a string 'type'")
     cls = EVENT_CLASSES.get(data["type"], UnknownEvent)
     try:
-        return cls.model_validate(dict(data))
+        return cls.model_validate(normalize_event_data(data))
     except ValidationError as exc:
         fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
         raise InvalidArgument(f"invalid {data['type']} event ({fields})") from exc
+
+
+def coerce(event: BaseEvent) -> BaseEvent:
+    """Return the typed event an inner agent's event stands for (``_dialects.coerce_event``).
+
+    Args:
+        event: An event as an inner agent yielded it.
+
+    Returns:
+        The event to fold (``event`` itself unless a dialect rule applies).
+    """
+    return coerce_event(event, EVENT_CLASSES, (UnknownEvent,))
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,10 +83,15 @@ class ParsedStream:
             of named sequences).
         problems: ``"<where>: <what>"`` for each SSE ``data:`` block or JSON line that is not
             JSON; those are skipped, the rest is kept.
+        lines: For each item, the line it starts on (JSON Lines, SSE), or ``None`` (an item
+            of one JSON document).
+        sse: The text was read as server-sent events.
     """
 
     items: list[Any]
     problems: list[str]
+    lines: list[int | None] = field(default_factory=list)
+    sse: bool = False
 
 
 def read_event_text(text: str) -> ParsedStream:
@@ -93,48 +113,51 @@ def read_event_text(text: str) -> ParsedStream:
         except json.JSONDecodeError:
             pass
         else:
-            return ParsedStream(document if isinstance(document, list) else [document], [])
+            items = document if isinstance(document, list) else [document]
+            return ParsedStream(items, [], [None] * len(items))
     if any(line.startswith("data:") for line in text.splitlines()):
         return _sse(text)
     return _json_lines(text)
 
 
 def _json_lines(text: str) -> ParsedStream:
-    items: list[Any] = []
-    problems: list[str] = []
+    parsed = ParsedStream([], [], [])
     for number, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
-                items.append(json.loads(line))
+                parsed.items.append(json.loads(line))
+                parsed.lines.append(number)
             except json.JSONDecodeError as exc:
-                problems.append(f"line {number}: not JSON ({exc.msg})")
-    return ParsedStream(items, problems)
+                parsed.problems.append(f"line {number}: not JSON ({exc.msg})")
+    return parsed
 
 
 def _sse(text: str) -> ParsedStream:
-    items: list[Any] = []
-    problems: list[str] = []
+    parsed = ParsedStream([], [], [], sse=True)
     data: list[str] = []
     start = 0
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     for number, line in enumerate([*lines, ""], start=1):
         if not line:
             if data:
-                _decode_block("\n".join(data), start, items, problems)
+                _decode_block("\n".join(data), start, parsed)
             data = []
             continue
         field, _, value = line.partition(":")
         if field == "data":
             start = start if data else number
             data.append(value.removeprefix(" "))
-    return ParsedStream(items, problems)
+    return parsed
 
 
-def _decode_block(block: str, line: int, items: list[Any], problems: list[str]) -> None:
+def _decode_block(block: str, line: int, parsed: ParsedStream) -> None:
     if not block.strip():
-        problems.append(f"line {line}: empty data field")
+        parsed.problems.append(f"line {line}: empty data field")
         return
+    if block.strip() == "[DONE]":
+        return  # the end-of-stream sentinel OpenAI-style servers send
     try:
-        items.append(json.loads(block))
+        parsed.items.append(json.loads(block))
+        parsed.lines.append(line)
     except json.JSONDecodeError as exc:
-        problems.append(f"line {line}: data is not JSON ({exc.msg})")
+        parsed.problems.append(f"line {line}: data is not JSON ({exc.msg})")

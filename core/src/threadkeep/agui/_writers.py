@@ -165,6 +165,8 @@ class IncrementalWriter(RunWriter):
 
     async def _save(self, state: FoldState, record: Record) -> None:
         """Write a record; a new one only after every earlier new one (``seq`` order)."""
+        if record.replayed:
+            return  # re-sent by a resumed run: stored by an earlier attempt
         if not record.stored:
             for earlier in state.records.values():
                 if earlier is record:
@@ -201,7 +203,7 @@ class IncrementalWriter(RunWriter):
         the rest are still written.
         """
         for record in state.records.values():
-            if record.dirty or not record.stored:
+            if (record.dirty or not record.stored) and not record.replayed:
                 await self._write(state, record)
         steps = [state.steps[i] for i in state.dirty_steps]
         await end_run(self, state, owner=owner, status=status, steps=steps, metadata=metadata)
@@ -234,12 +236,22 @@ class BufferedWriter(RunWriter):
         status: RunStatus,
         metadata: dict[str, Any],
     ) -> None:
-        """Write every record and step and the run's end in one ``Store.end_run`` batch."""
-        records = list(state.records.values())
+        """Write every record and step and the run's end in one ``Store.end_run`` batch.
+
+        A record an earlier attempt stored unfinished is written over it first.
+        """
+        records = [r for r in state.records.values() if not r.replayed and not r.stored]
+        for record in state.records.values():
+            if record.stored and not record.replayed:
+                await _overwrite_record(self, state, record)
         steps = [state.steps[i] for i in state.dirty_steps]
         await end_run(
             self, state, owner=owner, status=status, steps=steps, metadata=metadata, records=records
         )
+
+
+async def _overwrite_record(writer: RunWriter, state: FoldState, record: Record) -> None:
+    await _retrying("updating a message", lambda: writer.replace_record(state, record))
 
 
 async def end_run(

@@ -9,7 +9,7 @@ how much was committed (re-running the command finishes the import).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -44,7 +44,13 @@ class _Done:
 
 
 async def _import(
-    path: Path, importer: Importer, user_id: str, url: str | None, state: _Done
+    path: Path,
+    importer: Importer,
+    user_id: str,
+    url: str | None,
+    state: _Done,
+    *,
+    options: dict[str, Any] | None = None,
 ) -> ImportReport:
     console = stderr_console()
     columns = (
@@ -63,7 +69,8 @@ async def _import(
                 state.done, state.total = done, total
                 progress.update(task, completed=done, total=total)
 
-            return await importer(store, path, user_id=user_id, progress=advance)
+            extra = options or {}
+            return await importer(store, path, user_id=user_id, progress=advance, **extra)
 
 
 def import_file(
@@ -88,6 +95,24 @@ def import_file(
     ] = DEFAULT_IMPORT_USER,
     url: UrlOption = None,
     as_json: JsonOption = False,
+    *,
+    thread_scope: Annotated[
+        str | None,
+        typer.Option(
+            "--thread-scope",
+            help="agui: 'recording' (a chat per recording and thread id, the default) or "
+            "'thread' (recordings of one thread id share its chat).",
+            show_default=False,
+        ),
+    ] = None,
+    keep_events: Annotated[
+        bool,
+        typer.Option(
+            "--keep-events",
+            help="agui: keep RAW, CUSTOM and other events without message content whole "
+            "in each run's metadata (they are counted either way).",
+        ),
+    ] = False,
 ) -> None:
     """Import recorded conversations: an OpenAI transcript file, or AG-UI streams.
 
@@ -98,15 +123,33 @@ def import_file(
     """
     importer = resolve_importer(format_name)
     _check_path(path, format_name)  # before the store opens: a typo creates no database
+    options = _agui_options(format_name, thread_scope, keep_events)
     state = _Done()
     try:
-        report = run(_import(path, importer, user, url, state))
+        report = run(_import(path, importer, user, url, state, options=options))
     except Interrupted as exc:
         raise Interrupted(_interrupted(path, format_name, state)) from exc
     if as_json:
         print_json(report.as_dict())
     else:
         typer.echo(f"imported {path.name}: {report.summary()}")
+
+
+def _agui_options(format_name: str, thread_scope: str | None, keep_events: bool) -> dict[str, Any]:
+    """Return the agui importer's options; refuse them for another format."""
+    options: dict[str, Any] = {}
+    if thread_scope is not None:
+        if thread_scope not in ("recording", "thread"):
+            msg = f"--thread-scope is 'recording' or 'thread', not {thread_scope!r}"
+            raise CliError(msg, exit_code=EXIT_USAGE)
+        options["thread_scope"] = thread_scope
+    if keep_events:
+        options["keep_events"] = True
+    if options and format_name != "agui":
+        raise CliError(
+            "--thread-scope and --keep-events are for --format agui", exit_code=EXIT_USAGE
+        )
+    return options
 
 
 def _check_path(path: Path, format_name: str) -> None:

@@ -1,0 +1,177 @@
+"""Events that carry no message content: ``RAW``, ``CUSTOM``, ``USAGE_METADATA``, unknown types.
+
+Real stacks send many of them (LangGraph wraps every LangChain callback in a ``RAW`` event
+holding whole message dicts; adapters add ``USAGE_METADATA`` or custom usage events). None of
+them is a message, and none is lost:
+
+- each is counted in the run's ``metadata["agui_other_events"]`` by type (``CUSTOM`` events
+  as ``"CUSTOM:<name>"``);
+- token usage, wherever it appears in the event (``usage``/``usage_metadata`` objects or the
+  event itself: OpenAI ``prompt_tokens``/``completion_tokens``, Anthropic and LangChain
+  ``input_tokens``/``output_tokens``, Gemini ``promptTokenCount``/``candidatesTokenCount``,
+  camelCase ``inputTokens``/``outputTokens``), is given to the message it belongs to: the
+  run's record whose AG-UI id the object holding the usage names, else the run's latest
+  assistant message. The message's ``tokens`` is its output token count (the total when
+  only that is reported) and ``metadata["usage"]`` the whole report. Reports for one message
+  are merged field by field keeping the largest value (streams repeat a message's usage, or
+  send it cumulatively, or split input and output), so nothing is counted twice. Usage no
+  message takes is the run's own. The run's ``metadata["agui_token_usage"]`` sums them all;
+- with ``keep_events`` (``StorageAgent(keep_events=True)``, ``threadkeep import
+  --keep-events``) each event is also kept whole, in order, in ``metadata["agui_events"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ag_ui.core import BaseEvent, CustomEvent, RawEvent
+
+from .._models import Role
+from ._fold_base import FoldBase
+from ._state import FoldState, Record
+
+__all__ = ["OTHER_EVENTS_NOTE", "OtherHandlers", "find_usage"]
+
+OTHER_EVENTS_NOTE = "agui_other_events"
+"""Run ``metadata`` key counting events that carry no message content, by type."""
+
+_FIELDS: dict[str, tuple[str, ...]] = {
+    "input_tokens": (
+        "input_tokens",
+        "prompt_tokens",
+        "inputTokens",
+        "promptTokens",
+        "promptTokenCount",
+        "prompt_token_count",
+        "input_token_count",
+    ),
+    "output_tokens": (
+        "output_tokens",
+        "completion_tokens",
+        "outputTokens",
+        "completionTokens",
+        "candidatesTokenCount",
+        "candidates_token_count",
+        "output_token_count",
+    ),
+    "total_tokens": (
+        "total_tokens",
+        "totalTokens",
+        "totalTokenCount",
+        "total_token_count",
+    ),
+    "reasoning_tokens": ("reasoning_tokens", "reasoningTokens", "thoughtsTokenCount"),
+}
+_MAX_DEPTH = 12
+
+
+def _usage_of(data: Mapping[str, Any]) -> dict[str, int] | None:
+    usage: dict[str, int] = {}
+    for name, spellings in _FIELDS.items():
+        for spelling in spellings:
+            value = data.get(spelling)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                usage[name] = value
+                break
+    if not usage.keys() & {"input_tokens", "output_tokens", "total_tokens"}:
+        return None
+    if "total_tokens" not in usage and usage.keys() >= {"input_tokens", "output_tokens"}:
+        usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+    return usage
+
+
+def find_usage(value: Any, owner: str | None = None) -> Iterator[tuple[dict[str, int], str | None]]:
+    """Yield every token-usage report in a JSON value, with the id of the object holding it.
+
+    Args:
+        value: A decoded JSON value (an event's payload).
+        owner: The id of the object ``value`` belongs to, if any.
+
+    Yields:
+        ``(usage, owner_id)``: ``usage`` maps ``input_tokens``, ``output_tokens``,
+        ``total_tokens`` and ``reasoning_tokens`` (those reported) to counts; ``owner_id``
+        is the ``id`` of the innermost object around it that has one (a message), or
+        ``None``.
+    """
+    stack: list[tuple[Any, str | None, int]] = [(value, owner, 0)]
+    while stack:
+        item, holder, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            continue
+        if isinstance(item, Mapping):
+            usage = _usage_of(item)
+            if usage is not None:
+                yield usage, holder
+                continue
+            own = item.get("id")
+            holder = own if isinstance(own, str) and own else holder
+            stack.extend((v, holder, depth + 1) for v in reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend((v, holder, depth + 1) for v in reversed(item))
+
+
+def _event_name(event: BaseEvent) -> str:
+    kind = getattr(event.type, "value", event.type)
+    if isinstance(event, CustomEvent):
+        return f"CUSTOM:{event.name}"
+    return str(kind)
+
+
+def _payload(event: BaseEvent) -> Any:
+    if isinstance(event, RawEvent):
+        return event.event
+    if isinstance(event, CustomEvent):
+        return event.value
+    return event.model_dump(by_alias=True, exclude={"type", "timestamp", "raw_event"})
+
+
+class OtherHandlers(FoldBase):
+    """``handle_unknown_event``: count, take token usage, keep on request (module docstring)."""
+
+    async def handle_unknown_event(self, state: FoldState, event: BaseEvent) -> None:
+        """Count an event that carries no message content; take its token usage; keep it.
+
+        Override to persist custom or future event types another way (call ``super()`` to
+        keep the counting).
+        """
+        counts = state.run_metadata.setdefault(OTHER_EVENTS_NOTE, {})
+        name = _event_name(event)
+        counts[name] = counts.get(name, 0) + 1
+        for usage, owner in find_usage(_payload(event)):
+            await self.add_usage(state, usage, owner)
+        if state.keep_events:
+            kept = event.model_dump(mode="json", by_alias=True, exclude_none=True)
+            state.run_metadata.setdefault("agui_events", []).append(kept)
+
+    async def add_usage(self, state: FoldState, usage: dict[str, int], owner: str | None) -> None:
+        """Merge one usage report into its message's (see the module docstring)."""
+        record = self.usage_record(state, owner)
+        key = record.key if record is not None else ""
+        merged = state.usage.setdefault(key, {})
+        changed = False
+        for name, count in usage.items():
+            if count > merged.get(name, -1):
+                merged[name] = count
+                changed = True
+        if not changed:
+            return
+        totals: dict[str, int] = {}
+        for report in state.usage.values():
+            for name, count in report.items():
+                totals[name] = totals.get(name, 0) + count
+        state.run_metadata["agui_token_usage"] = totals
+        if record is not None:
+            record.message.tokens = merged.get("output_tokens", merged.get("total_tokens"))
+            record.message.metadata = {**record.message.metadata, "usage": dict(merged)}
+            await self.boundary(state, record)
+
+    def usage_record(self, state: FoldState, owner: str | None) -> Record | None:
+        """Return the record a usage report belongs to (by id, else the latest assistant)."""
+        named = state.record_for(owner) if owner else None
+        if named is not None:
+            return named
+        for record in reversed(list(state.records.values())):
+            if record.message.role is Role.ASSISTANT:
+                return record
+        return None

@@ -1,0 +1,167 @@
+"""``MESSAGES_SNAPSHOT`` reconciled with what the run streamed (SPEC section 3, issue 11).
+
+A snapshot and the stream describe the same conversation, so a snapshot message is matched
+to what is known before anything is stored:
+
+1. a record of this run: by message id; an assistant message by the id of a tool call it
+   carries (streamed as ``TOOL_CALL_*``), or by an id that is a streamed call's; a tool
+   message by its ``toolCallId`` (the run's tool message answering that call); a reasoning
+   message by its id;
+2. a message stored before (an earlier run, or this run's input): by id as a message, a
+   nested tool call or reasoning; an assistant message whose every tool call is stored.
+
+A matched record is reconciled, never stored twice. For its text (and each tool call's
+argument string): where the streamed text is a strict prefix of the snapshot's (the stream
+was cut short) the snapshot's text is stored; where they disagree otherwise the streamed
+text stays and the snapshot's is kept in ``metadata["agui_snapshot"]`` (``{"content": ...}``
+and ``{"tool_calls": {<call id>: <arguments>}}``). A tool call the snapshot names that was
+not streamed joins the message. A message matching nothing is stored, complete, in
+snapshot order; one stored before is left as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ag_ui.core import (
+    ActivityMessage,
+    AssistantMessage,
+    BaseEvent,
+    MessagesSnapshotEvent,
+    ReasoningMessage,
+    ToolMessage,
+)
+
+from .._models import MessageStatus, Role, ToolCall
+from ._fold_base import FoldBase
+from ._state import FoldState, Record
+from ._text import TextBuffer
+from ._translate import AguiMessage, message_from_agui, parts_from_agui
+
+__all__ = ["SNAPSHOT_NOTE", "SnapshotHandlers"]
+
+SNAPSHOT_NOTE = "agui_snapshot"
+"""``Message.metadata`` key of what a ``MESSAGES_SNAPSHOT`` said that differs from the stream."""
+
+
+class SnapshotHandlers(FoldBase):
+    """``handle_messages_snapshot`` (see the module docstring)."""
+
+    async def handle_messages_snapshot(self, state: FoldState, event: BaseEvent) -> None:
+        """Reconcile each snapshot message with the run and the chat; store the rest."""
+        if not isinstance(event, MessagesSnapshotEvent):
+            return
+        for message in event.messages:
+            record = self.snapshot_match(state, message)
+            if record is not None:
+                await self.reconcile(state, record, message)
+            elif not await self.snapshot_stored(state, message):
+                await self.store_snapshot_message(state, message)
+
+    def snapshot_match(self, state: FoldState, message: AguiMessage) -> Record | None:
+        """Return the run's record a snapshot message describes, or ``None`` (rule 1)."""
+        record = state.record_for(message.id)
+        if record is not None:
+            return record
+        if message.id in state.tool_hosts:
+            return state.records[state.tool_hosts[message.id][0]]
+        if message.id in state.reasoning_hosts:
+            return state.records[state.reasoning_hosts[message.id][0]]
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls or []:
+                if call.id in state.tool_hosts:
+                    return state.records[state.tool_hosts[call.id][0]]
+        if isinstance(message, ToolMessage) and message.tool_call_id:
+            answers = [
+                r
+                for r in state.records.values()
+                if r.message.role is Role.TOOL and r.message.tool_call_ref == message.tool_call_id
+            ]
+            return answers[-1] if answers else None
+        return None
+
+    async def snapshot_stored(self, state: FoldState, message: AguiMessage) -> bool:
+        """Whether the chat holds a snapshot message from before this run (rule 2)."""
+        store = state.writer.store
+        chat_id = state.chat.chat_id
+        if message.id in state.inbound_ids:
+            return True
+        if await store.get_message_by_agui_id(chat_id, message.id) is not None:
+            return True
+        if await store.get_tool_call_by_agui_id(chat_id, message.id) is not None:
+            return True
+        if await store.get_reasoning_by_agui_id(chat_id, message.id) is not None:
+            return True
+        calls = message.tool_calls or [] if isinstance(message, AssistantMessage) else []
+        if not calls:
+            return False
+        return all([await store.get_tool_call_by_agui_id(chat_id, c.id) for c in calls])
+
+    async def store_snapshot_message(self, state: FoldState, message: AguiMessage) -> None:
+        """Store a snapshot message nothing matched, complete."""
+        stored = message_from_agui(message, run_id=state.run_id)
+        record = await self.open_record(state, agui_id=message.id, role=stored.role, write=False)
+        stored.message_id = record.message.message_id
+        stored.agui_id = record.message.agui_id
+        stored.metadata = {**record.message.metadata, **stored.metadata}
+        stored.step = state.active_step
+        record.message = stored
+        for call in stored.tool_calls:
+            if call.agui_id:
+                state.tool_hosts.setdefault(call.agui_id, (record.key, call.tool_call_id))
+        await self.finish(state, record, MessageStatus.COMPLETE)
+
+    async def reconcile(self, state: FoldState, record: Record, message: AguiMessage) -> None:
+        """Apply the strict-prefix rule to a matched record's text and tool calls."""
+        note: dict[str, Any] = {}
+        content = getattr(message, "content", None)
+        if not isinstance(message, ReasoningMessage | ActivityMessage) and content is not None:
+            text, _ = parts_from_agui(content)
+            if text and not _merge(record.content, text):
+                note["content"] = text
+        if isinstance(message, AssistantMessage):
+            disagreeing = self.reconcile_calls(state, record, message)
+            if disagreeing:
+                note["tool_calls"] = disagreeing
+        if note:
+            record.message.metadata = {**record.message.metadata, SNAPSHOT_NOTE: note}
+        await self.boundary(state, record)
+
+    def reconcile_calls(
+        self, state: FoldState, record: Record, message: AssistantMessage
+    ) -> dict[str, str]:
+        """Reconcile a snapshot's tool calls with the record's; return the disagreeing ones."""
+        disagreeing: dict[str, str] = {}
+        for call in message.tool_calls or []:
+            known = state.tool_hosts.get(call.id)
+            arguments = call.function.arguments
+            if known is None:
+                new = ToolCall(
+                    agui_id=call.id,
+                    name=call.function.name,
+                    arguments=arguments,
+                    status=MessageStatus.COMPLETE,
+                )
+                record.message.tool_calls = [*record.message.tool_calls, new]
+                state.tool_hosts[call.id] = (record.key, new.tool_call_id)
+                continue
+            host = state.records[known[0]]
+            buffer = host.tool_args.get(known[1])
+            if buffer is None:
+                buffer = host.tool_args[known[1]] = TextBuffer(host.tool_call(known[1]).arguments)
+            if arguments and not _merge(buffer, arguments):
+                disagreeing[call.id] = arguments
+            if not host.tool_call(known[1]).name:
+                host.tool_call(known[1]).name = call.function.name
+        return disagreeing
+
+
+def _merge(buffer: TextBuffer, snapshot: str) -> bool:
+    """Apply the strict-prefix rule; return whether the texts now agree."""
+    streamed = buffer.text()
+    if streamed == snapshot:
+        return True
+    if snapshot.startswith(streamed):
+        buffer.append(snapshot[len(streamed) :])
+        return True
+    return False
