@@ -4,16 +4,15 @@
 throwaway database); the servers come from ``THREADKEEP_TEST_POSTGRES_URL`` and
 ``THREADKEEP_TEST_MONGODB_URL`` and are skipped (failed under
 ``THREADKEEP_REQUIRE_SERVICES=1``) when unset. A framework's tests live in a folder of their
-own and are collected only where the framework is installed (``uv run --group NAME``); see
-``collect_ignore`` below and ``docs/integrations.md``.
+own, collected only when named on the command line (see ``pytest_ignore_collect``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,25 +26,24 @@ import threadkeep
 from threadkeep.sync import SyncStore
 from threadkeep_contract_tests import require_service
 
-# Folder -> the module its framework provides. A folder whose framework is not installed is
-# not collected: the default dev environment has none of them; each CI phase installs one
-# (its dependency group) and runs that folder alone.
-FRAMEWORKS = {
-    "openai_agents": "agents",
-    "langchain": "langchain_core",
-    "pydantic_ai": "pydantic_ai",
-    "adk": "google.adk",
-}
+HERE = Path(__file__).parent
+
+# One folder per framework. Their tests cost a few framework imports and agent runs each, so
+# the default run (`pytest`, the configured testpaths) leaves them out and CI runs each folder
+# in a phase of its own (.ci/run): a folder is collected only when it, or a path inside it,
+# is named on the command line.
+FRAMEWORK_FOLDERS = frozenset({"openai_agents", "langchain", "pydantic_ai", "adk"})
 
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-collect_ignore = [name for name, module in FRAMEWORKS.items() if not _installed(module)]
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Skip collecting a framework folder unless the command line names it (or inside it)."""
+    if collection_path.parent != HERE or collection_path.name not in FRAMEWORK_FOLDERS:
+        return None
+    for arg in config.args:
+        asked = Path(arg.split("::", 1)[0]).resolve()
+        if asked == collection_path or collection_path in asked.parents:
+            return None
+    return True
 
 
 @dataclass
@@ -84,27 +82,53 @@ def _with_database(url: str, database: str) -> str:
     return f"{scheme}://{hosts}/{database}" + (f"?{query}" if query else "")
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "mongodb"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    """Yield a fresh store location on each backend; drop its schema/database afterwards.
-
-    A plain (sync) fixture, so both sync and async tests can use it.
-    """
-    if request.param == "sqlite":
-        yield Backend("sqlite", f"sqlite+aiosqlite:///{tmp_path / 'threadkeep.db'}")
+@contextmanager
+def _provision(kind: str, folder: Path) -> Iterator[Backend]:
+    """Make a fresh store location of ``kind`` (skip/fail without its server); drop it after."""
+    if kind == "sqlite":
+        yield Backend("sqlite", f"sqlite+aiosqlite:///{folder / 'threadkeep.db'}")
         return
-    if request.param == "postgresql":
+    if kind == "postgresql":
         url = require_service("THREADKEEP_TEST_POSTGRES_URL", "PostgreSQL")
         schema = f"tk_integ_{uuid.uuid4().hex[:12]}"
         asyncio.run(_pg_execute(url, f'CREATE SCHEMA "{schema}"'))
-        yield Backend("postgresql", url, {"schema": schema})
-        asyncio.run(_pg_execute(url, f'DROP SCHEMA "{schema}" CASCADE'))
+        try:
+            yield Backend("postgresql", url, {"schema": schema})
+        finally:
+            asyncio.run(_pg_execute(url, f'DROP SCHEMA "{schema}" CASCADE'))
         return
     server = require_service("THREADKEEP_TEST_MONGODB_URL", "MongoDB")
     database = f"tk_integ_{uuid.uuid4().hex[:16]}"
-    yield Backend("mongodb", _with_database(server, database))
-    client: MongoClient[dict[str, Any]] = MongoClient(server)
     try:
-        client.drop_database(database)
+        yield Backend("mongodb", _with_database(server, database))
     finally:
-        client.close()
+        client: MongoClient[dict[str, Any]] = MongoClient(server)
+        try:
+            client.drop_database(database)
+        finally:
+            client.close()
+
+
+BACKENDS = ["sqlite", "postgresql", "mongodb"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """Yield a fresh store location on each backend, for one test.
+
+    A plain (sync) fixture, so both sync and async tests can use it.
+    """
+    with _provision(request.param, tmp_path) as made:
+        yield made
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_backend(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Backend]:
+    """Yield a store location on each backend shared by a module's tests (fewer migrations).
+
+    Tests that share it keep apart by owning their chats under a user id of their own.
+    """
+    with _provision(request.param, tmp_path_factory.mktemp(request.param)) as made:
+        yield made

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from threadkeep import BackendUnavailable
@@ -58,6 +59,19 @@ class LoopThread:
         # asyncio.run cancels what is left, closes async generators and the executor.
         asyncio.run(serve())
 
+    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> Future[_T]:
+        """Schedule ``coroutine`` on the loop and return its (thread-safe) future at once.
+
+        Raises:
+            BackendUnavailable: If the loop is not running (the store is not open).
+        """
+        loop = self._loop
+        if self._thread is None or loop is None:
+            coroutine.close()
+            msg = "store is not open; use `with threadkeep.sync.open_store(url) as store:`"
+            raise BackendUnavailable(msg)
+        return asyncio.run_coroutine_threadsafe(coroutine, loop)
+
     def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run ``coroutine`` on the loop, block until it ends, and return its result.
 
@@ -68,16 +82,11 @@ class LoopThread:
             BackendUnavailable: If the loop is not running (the store is not open).
             RuntimeError: If called from the loop's own thread (it would wait for itself).
         """
-        loop = self._loop
-        if self._thread is None or loop is None:
-            coroutine.close()
-            msg = "store is not open; use `with threadkeep.sync.open_store(url) as store:`"
-            raise BackendUnavailable(msg)
-        if threading.current_thread() is self._thread:
+        if self._thread is not None and threading.current_thread() is self._thread:
             coroutine.close()
             msg = "a sync store was called from its own loop thread; await the async store"
             raise RuntimeError(msg)
-        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        future = self.submit(coroutine)
         try:
             return future.result()
         except BaseException:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Coroutine
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -46,6 +47,31 @@ class SyncStore(SyncMethods):
 
     def _run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         return self._loop_thread.run(coroutine)
+
+    @property
+    def async_store(self) -> Store:
+        """The async store this one drives; await its methods only through :meth:`submit`.
+
+        Its connections belong to the private loop: awaiting it on another loop fails.
+        """
+        return self._store
+
+    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> Future[_T]:
+        """Schedule a coroutine (of :attr:`async_store`) on the private loop; do not block.
+
+        For async code on another loop: ``await asyncio.wrap_future(sync.submit(
+        sync.async_store.get_chat(chat_id)))`` runs the call on the store's own loop.
+
+        Args:
+            coroutine: A coroutine object, typically a method call on :attr:`async_store`.
+
+        Returns:
+            A ``concurrent.futures.Future`` with the coroutine's result or exception.
+
+        Raises:
+            BackendUnavailable: If the store is not open.
+        """
+        return self._loop_thread.submit(coroutine)
 
     @property
     def url(self) -> str:
