@@ -41,6 +41,8 @@ import pytest
 from agents import Agent, RunConfig, Runner, SessionSettings, TResponseInputItem
 from agents.testing import ScriptedModel
 
+from threadkeep import BackendUnavailable
+
 RUNNER_METHODS = ["run", "run_sync", "run_streamed"]
 
 
@@ -146,7 +148,7 @@ async def test_session_memory_direct(make_session):
 async def test_session_closed_rejects_empty_add_items(make_session):
     session = make_session("closed_test")
     session.close()
-    with pytest.raises(Exception, match="closed"):
+    with pytest.raises(BackendUnavailable, match="closed"):  # (adapted) threadkeep's error
         await session.add_items([])
 
 
@@ -431,7 +433,7 @@ async def test_session_add_items_exception_propagates_in_streamed(make_session, 
         async for _event in result.stream_events():
             pass
 
-    with pytest.raises(RuntimeError, match="Simulated session.add_items failure"):
+    with pytest.raises(RuntimeError, match=r"Simulated session\.add_items failure"):
         await asyncio.wait_for(consume_stream(), timeout=5.0)
     session.close()
 
