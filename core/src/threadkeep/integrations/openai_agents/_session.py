@@ -4,22 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
-from uuid import UUID
 
 from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from threadkeep import (
-    MAX_PAGE_LIMIT,
     BackendUnavailable,
-    ChatNotFound,
     InvalidArgument,
     Message,
-    MessageKind,
     Store,
 )
 
 from .._backend import StoreHandle, StoreSource
+from .._chat import ChatBinding
 from ._items import item_to_message, message_to_items
 
 if TYPE_CHECKING:
@@ -95,7 +92,7 @@ class ThreadkeepSession:
         self._closed = False
         self.clear_mode = clear
         self._handle = StoreHandle(store, **options)
-        self._chat_id: UUID | None = None
+        self._chat = ChatBinding(user_id, session_id, clear)
 
     @classmethod
     def from_url(cls, session_id: str, url: str, **kwargs: Any) -> ThreadkeepSession:
@@ -121,37 +118,6 @@ class ThreadkeepSession:
             raise BackendUnavailable(f"session {self.session_id!r} is closed")
         return await self._handle.run(call)
 
-    # -- the chat ----------------------------------------------------------------------------
-
-    async def _find_chat(self, store: Store) -> UUID | None:
-        if self._chat_id is None:
-            chat = await store.find_chat(self.user_id, self.session_id)
-            self._chat_id = chat.chat_id if chat is not None else None
-        return self._chat_id
-
-    async def _append(self, store: Store, messages: list[Message]) -> None:
-        for _ in range(2):  # a cached chat deleted meanwhile (clear="delete") is made anew
-            if self._chat_id is None:
-                chat = await store.create_chat(self.user_id, self.session_id)
-                self._chat_id = chat.chat_id
-            try:
-                await store.append_messages(self._chat_id, messages)
-                return
-            except ChatNotFound:
-                self._chat_id = None
-        raise ChatNotFound(f"session {self.session_id!r}: its chat keeps being deleted")
-
-    async def _window(self, store: Store, limit: int | None) -> list[Message]:
-        """The messages after the chat's current cut, oldest first; the newest ``limit``."""
-        chat_id = await self._find_chat(store)
-        if chat_id is None:
-            return []
-        try:
-            return await _context_window(store, chat_id, limit)
-        except ChatNotFound:
-            self._chat_id = None
-            return []
-
     # -- the Session protocol ----------------------------------------------------------------
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
@@ -175,7 +141,7 @@ class ThreadkeepSession:
             return []
 
         async def read(store: Store) -> list[Message]:
-            return await self._window(store, limit)
+            return await self._chat.window(store, limit)
 
         items = [item for m in await self._run(read) for item in message_to_items(m)]
         if limit is not None:
@@ -202,7 +168,7 @@ class ThreadkeepSession:
         messages = [item_to_message(cast("Mapping[str, Any]", item)) for item in items]
 
         async def write(store: Store) -> None:
-            await self._append(store, messages)
+            await self._chat.append(store, messages)
 
         await self._run(write)
 
@@ -222,16 +188,16 @@ class ThreadkeepSession:
 
         async def pop(store: Store) -> dict[str, Any] | None:
             for _ in range(_POP_ATTEMPTS):
-                window = await self._window(store, 1)
-                if not window or self._chat_id is None:
+                window = await self._chat.window(store, 1)
+                if not window or self._chat.chat_id is None:
                     return None
                 newest = window[-1]
                 if newest.seq is None:  # only a compaction summary is left: nothing to pop
                     return None
-                if await store.delete_messages(self._chat_id, [newest.message_id]):
+                if await store.delete_messages(self._chat.chat_id, [newest.message_id]):
                     items = message_to_items(newest)
                     if len(items) > 1:  # another client's message held several items
-                        await self._append(store, [item_to_message(i) for i in items[:-1]])
+                        await self._chat.append(store, [item_to_message(i) for i in items[:-1]])
                     return items[-1] if items else None
             msg = f"session {self.session_id!r}: concurrent pops kept taking the newest item"
             raise InvalidArgument(msg)
@@ -251,55 +217,6 @@ class ThreadkeepSession:
         """
 
         async def clear(store: Store) -> None:
-            chat_id = await self._find_chat(store)
-            if chat_id is None:
-                return
-            try:
-                if self.clear_mode == "delete":
-                    await store.delete_chat(chat_id)
-                    self._chat_id = None
-                else:
-                    await store.start_over(chat_id)
-            except ChatNotFound:
-                self._chat_id = None
+            await self._chat.clear(store)
 
         await self._run(clear)
-
-
-async def _context_window(store: Store, chat_id: UUID, limit: int | None) -> list[Message]:
-    """Walk the chat newest first to its cut; return up to ``limit`` messages, oldest first.
-
-    The cut is the last "start over" boundary; a compaction boundary (threadkeep's
-    ``compact``) keeps its summary first and cuts at its ``upto_seq``, as
-    ``Store.context_messages`` does. Costs pages for ``limit`` messages, not the chat.
-    """
-    newest_first: list[Message] = []
-    summary: Message | None = None
-    cut = 0
-    cursor: str | None = None
-    while True:
-        size = (
-            MAX_PAGE_LIMIT if limit is None else min(MAX_PAGE_LIMIT, limit - len(newest_first) + 1)
-        )
-        page = await store.list_messages(chat_id, limit=max(size, 1), cursor=cursor)
-        for message in reversed(page.items):
-            if (message.seq or 0) <= cut or (limit is not None and len(newest_first) >= limit):
-                return _with_summary(summary, newest_first)
-            if message.kind is MessageKind.BOUNDARY:
-                boundary = message.boundary
-                if boundary is None or boundary.reason == "start_over":
-                    return _with_summary(summary, newest_first)
-                if summary is None:
-                    summary, cut = message, boundary.upto_seq or 0
-                continue
-            newest_first.append(message)
-        if not page.has_more:
-            return _with_summary(summary, newest_first)
-        cursor = page.next_cursor
-
-
-def _with_summary(summary: Message | None, newest_first: list[Message]) -> list[Message]:
-    head: list[Message] = []
-    if summary is not None:
-        head = [Message(role="system", content=summary.content)]
-    return head + newest_first[::-1]
