@@ -42,8 +42,7 @@ def _agent(model: GenericFakeChatModel, seen: list[list[BaseMessage]]) -> Runnab
             new.append(reply)
             if not reply.tool_calls:
                 return new
-            for call in reply.tool_calls:
-                new.append(get_weather.invoke(call))
+            new.extend(get_weather.invoke(call) for call in reply.tool_calls)
 
     return RunnableLambda(run)
 

@@ -9,8 +9,9 @@ over a history backend). Adapted only by swapping the backend under test:
 compared the factory's dict of ``InMemoryChatMessageHistory`` objects now compare each
 history's ``messages``; the test bodies' repeated lambdas became the helpers ``_you_said``
 and ``_history_and_input``, and the sync/async twins of ``test_output_message`` and
-``test_using_custom_config_specs`` one test parametrized by ``is_async``. Not ported: tests of ``BaseChatMessageHistory`` subclasses defined in
-the test itself, deprecation notices, and input/output schema tests (no backend involved).
+``test_using_custom_config_specs`` one test parametrized by ``is_async``. Not ported: tests
+of ``BaseChatMessageHistory`` subclasses defined in the test itself, deprecation notices,
+and input/output schema tests (no backend involved).
 
 Original licence (MIT)::
 
