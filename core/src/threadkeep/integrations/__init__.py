@@ -6,6 +6,8 @@ installs the framework at the version its tests ran on:
 - ``threadkeep.integrations.openai_agents`` (``threadkeep[openai-agents]``): ``ThreadkeepSession``.
 - ``threadkeep.integrations.langchain`` (``threadkeep[langchain]``):
   ``ThreadkeepChatMessageHistory``.
+- ``threadkeep.integrations.pydantic_ai`` (``threadkeep[pydantic-ai]``):
+  ``ThreadkeepMessageHistory``.
 """
 
 __all__: list[str] = []
