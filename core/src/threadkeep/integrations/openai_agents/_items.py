@@ -212,9 +212,14 @@ def _encoder(item: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], Encoded] 
 def item_to_message(item: Mapping[str, Any]) -> Message:
     """Return the threadkeep message that stores ``item`` (one Agents SDK input item).
 
-    Raises:
-        InvalidArgument: (from the store, on append) never here; an item of any shape is
-            accepted (unknown kinds are kept whole in metadata).
+    Args:
+        item: An input item (a ``TResponseInputItem`` dict) of any kind; it is not changed.
+
+    Returns:
+        An unsaved ``Message``: typed where the item maps, the rest under
+        ``metadata["openai_agents"]``; an item of a shape this module does not know is kept
+        whole there. Whether it can be stored (JSON values, size) is checked by the store
+        on append (``InvalidContent``, ``PayloadTooLarge``).
     """
     encoder = _encoder(item)
     if encoder is not None:
