@@ -1,0 +1,103 @@
+"""``LoopThread``: a private event loop on its own thread, for blocking callers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from threadkeep import BackendUnavailable
+
+__all__ = ["LoopThread"]
+
+_T = TypeVar("_T")
+
+
+class LoopThread:
+    """An event loop running on a daemon thread of its own until :meth:`stop`.
+
+    Blocking code hands it coroutines with :meth:`run`; it works the same from the main
+    thread, from worker threads, and from code that runs inside another event loop (the
+    caller's loop is blocked for the call, as any blocking call blocks it, but nothing is
+    shared with it). One loop per sync store, started once: not ``asyncio.run`` per call,
+    which would tear down the driver's connections with every call.
+
+    Args:
+        name: The thread's name (shown in debuggers and thread dumps).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the loop thread has been started and not stopped."""
+        return self._thread is not None
+
+    def start(self) -> None:
+        """Start the thread and wait until its loop runs. Idempotent."""
+        if self._thread is not None:
+            return
+        ready = threading.Event()
+        thread = threading.Thread(target=self._main, args=(ready,), name=self._name, daemon=True)
+        thread.start()
+        ready.wait()
+        self._thread = thread
+
+    def _main(self, ready: threading.Event) -> None:
+        async def serve() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stopped = asyncio.Event()
+            ready.set()
+            await self._stopped.wait()
+
+        # asyncio.run cancels what is left, closes async generators and the executor.
+        asyncio.run(serve())
+
+    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> Future[_T]:
+        """Schedule ``coroutine`` on the loop and return its (thread-safe) future at once.
+
+        Raises:
+            BackendUnavailable: If the loop is not running (the store is not open).
+        """
+        loop = self._loop
+        if self._thread is None or loop is None:
+            coroutine.close()
+            msg = "store is not open; use `with threadkeep.sync.open_store(url) as store:`"
+            raise BackendUnavailable(msg)
+        return asyncio.run_coroutine_threadsafe(coroutine, loop)
+
+    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``coroutine`` on the loop, block until it ends, and return its result.
+
+        Exceptions the coroutine raises are raised here unchanged. If the waiting thread is
+        interrupted (``KeyboardInterrupt``), the coroutine is cancelled.
+
+        Raises:
+            BackendUnavailable: If the loop is not running (the store is not open).
+            RuntimeError: If called from the loop's own thread (it would wait for itself).
+        """
+        if self._thread is not None and threading.current_thread() is self._thread:
+            coroutine.close()
+            msg = "a sync store was called from its own loop thread; await the async store"
+            raise RuntimeError(msg)
+        future = self.submit(coroutine)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        """Stop the loop (cancelling what still runs on it) and join the thread. Idempotent."""
+        thread, loop, stopped = self._thread, self._loop, self._stopped
+        if thread is None or loop is None or stopped is None:
+            return
+        self._thread = self._loop = self._stopped = None
+        loop.call_soon_threadsafe(stopped.set)
+        thread.join()

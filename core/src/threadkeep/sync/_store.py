@@ -1,0 +1,156 @@
+"""``SyncStore`` and ``open_store``: the blocking twin of ``threadkeep.Store``."""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import threadkeep
+from threadkeep import Capabilities, Store
+
+from ._methods import SyncMethods
+from ._portal import LoopThread
+
+__all__ = ["SyncStore", "open_store"]
+
+_T = TypeVar("_T")
+
+
+class SyncStore(SyncMethods):
+    """Blocking access to a :class:`threadkeep.Store`, for scripts and frameworks' sync hooks.
+
+    Every public coroutine method of ``Store`` is here as a plain method of the same name,
+    parameters and result (generated from the async API, so the two cannot drift)::
+
+        from threadkeep.sync import open_store
+
+        with open_store("sqlite+aiosqlite:///./threadkeep.db") as store:
+            chat = store.create_chat("user-1", "thread-1")
+            store.append_message(chat.chat_id, {"role": "user", "content": "hi"})
+            page = store.list_messages(chat.chat_id)
+
+    The store runs on a private event loop on its own thread, started by :meth:`open` and
+    stopped by :meth:`close`; calls from any thread, and from code running inside another
+    event loop, go to that loop and block until they finish. One sync store may be shared
+    by threads (their calls run concurrently on its loop, as ``asyncio.gather`` would).
+
+    Args:
+        store: An async store that is not open (it is opened on the private loop: a store
+            opened on another loop holds connections bound to that loop).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._loop_thread = LoopThread(f"threadkeep-sync:{type(store).__name__}")
+
+    def _run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return self._loop_thread.run(coroutine)
+
+    @property
+    def async_store(self) -> Store:
+        """The async store this one drives; await its methods only through :meth:`submit`.
+
+        Its connections belong to the private loop: awaiting it on another loop fails.
+        """
+        return self._store
+
+    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> Future[_T]:
+        """Schedule a coroutine (of :attr:`async_store`) on the private loop; do not block.
+
+        For async code on another loop: ``await asyncio.wrap_future(sync.submit(
+        sync.async_store.get_chat(chat_id)))`` runs the call on the store's own loop.
+
+        Args:
+            coroutine: A coroutine object, typically a method call on :attr:`async_store`.
+
+        Returns:
+            A ``concurrent.futures.Future`` with the coroutine's result or exception.
+
+        Raises:
+            BackendUnavailable: If the store is not open.
+        """
+        return self._loop_thread.submit(coroutine)
+
+    @property
+    def url(self) -> str:
+        """The store URL (as given, password included: mask it before printing)."""
+        return self._store.url
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the driver supports (see :class:`threadkeep.Capabilities`)."""
+        return self._store.capabilities
+
+    @property
+    def is_open(self) -> bool:
+        """Whether :meth:`open` has succeeded and :meth:`close` not been called since."""
+        return self._store.is_open
+
+    def open(self) -> Self:
+        """Start the private loop and open the store on it (connect, create the schema).
+
+        Returns:
+            The sync store itself, so ``store = open_store(url).open()`` works.
+
+        Raises:
+            BackendUnavailable: If the backend cannot be reached (the loop is stopped
+                again).
+        """
+        self._loop_thread.start()
+        try:
+            self._run(self._store.open())
+        except BaseException:
+            self._loop_thread.stop()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Close the store and stop its loop thread. Idempotent; :meth:`open` works again.
+
+        Raises:
+            BackendUnavailable: If the backend fails while closing (the store is closed
+                and the loop stopped all the same).
+        """
+        if not self._loop_thread.running:
+            return
+        try:
+            self._run(self._store.close())
+        finally:
+            self._loop_thread.stop()
+
+    def __enter__(self) -> Self:
+        return self.open()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else "closed"
+        return f"<SyncStore {type(self._store).__name__} {state}>"
+
+
+def open_store(url: str | None = None, **options: Any) -> SyncStore:
+    """Return an unopened blocking store for ``url`` (use it with ``with``).
+
+    The sync twin of :func:`threadkeep.open_store`, with the same arguments.
+
+    Args:
+        url: The store URL; default ``THREADKEEP_URL``, then the settings file, then the
+            embedded SQLite file ``./threadkeep.db``.
+        **options: Driver options, as for :func:`threadkeep.open_store`.
+
+    Returns:
+        A :class:`SyncStore`; ``with open_store(url) as store:`` opens and closes it.
+
+    Raises:
+        UnknownDriver: If no installed driver serves the URL's scheme.
+        InvalidArgument: If the URL or an option is invalid.
+    """
+    return SyncStore(threadkeep.open_store(url, **options))

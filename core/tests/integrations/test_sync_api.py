@@ -1,0 +1,130 @@
+"""The blocking API (``threadkeep.sync``): derived from the async ``Store``, safe in threads."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import threadkeep
+from threadkeep import BackendUnavailable, ChatNotFound, InvalidArgument, Message, Role
+from threadkeep.sync import SyncStore, _codegen, open_store
+
+
+def _public_methods(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(getattr(cls, name))
+        for name in dir(cls)
+        if not name.startswith("_") and inspect.isfunction(getattr(cls, name))
+    }
+
+
+def test_every_async_method_has_a_blocking_twin_with_the_same_signature() -> None:
+    async_api = _codegen.async_api()
+    sync_methods = _public_methods(SyncStore)
+    assert set(async_api) <= set(sync_methods)
+    for name, function in async_api.items():
+        expected = inspect.signature(function)
+        if name == "open":  # returns the sync store, not the async one
+            expected = expected.replace(return_annotation="Self")
+        assert sync_methods[name] == expected, name
+        assert inspect.getdoc(getattr(SyncStore, name)), name
+    assert not any(inspect.iscoroutinefunction(getattr(SyncStore, n)) for n in sync_methods)
+
+
+def test_the_generated_module_is_up_to_date() -> None:
+    # Fails after the async API changes until `python -m threadkeep.sync._codegen` is run.
+    assert _codegen.TARGET.read_text(encoding="utf-8") == _codegen.generate()
+
+
+def test_round_trip_on_each_backend(backend) -> None:
+    with backend.sync_store() as store:
+        assert store.is_open
+        chat = store.create_chat("user-1", "thread-1", name="sync")
+        stored = store.append_messages(
+            chat.chat_id,
+            [{"role": "user", "content": "hi"}, Message(role=Role.ASSISTANT, content="hello")],
+        )
+        page = store.list_messages(chat.chat_id, limit=1)
+        assert [m.content for m in page.items] == ["hello"]
+        older = store.list_messages(chat.chat_id, limit=1, cursor=page.next_cursor)
+        assert [m.message_id for m in older.items] == [stored[0].message_id]
+        assert store.update_chat(chat.chat_id, name="renamed").name == "renamed"
+        assert store.find_chat("user-1", "thread-1") == store.get_chat(chat.chat_id)
+    assert not store.is_open
+    with backend.sync_store() as again:  # a new store (new loop thread) sees the same data
+        assert len(again.context_messages(chat.chat_id)) == 2
+
+
+def test_errors_are_the_stores_typed_errors_and_closed_stores_refuse() -> None:
+    store = open_store("memory://")
+    with pytest.raises(BackendUnavailable, match="not open"):
+        store.get_chat("00000000-0000-0000-0000-000000000000")
+    with store:
+        with pytest.raises(ChatNotFound):
+            store.get_chat("00000000-0000-0000-0000-000000000000")
+        with pytest.raises(InvalidArgument):
+            store.list_messages("not-an-id")
+    store.close()  # idempotent
+    with pytest.raises(BackendUnavailable):
+        store.create_chat("u", "t")
+
+
+def test_usable_from_inside_a_running_event_loop() -> None:
+    # A framework's sync hook called from async code: asyncio.run per call would fail here.
+    async def main() -> str:
+        with open_store("memory://") as store:
+            chat = store.create_chat("u", "t")
+            store.append_message(chat.chat_id, {"role": "user", "content": "inside"})
+            return store.context_messages(chat.chat_id)[0].content
+
+    assert asyncio.run(main()) == "inside"
+
+
+def test_one_store_shared_by_threads_runs_on_one_private_loop(backend) -> None:
+    with backend.sync_store() as store:
+        chat = store.create_chat("u", "threads")
+        loop_threads: set[str] = set()
+        original = store._store.append_message
+
+        async def spy(*args, **kwargs):
+            loop_threads.add(threading.current_thread().name)
+            return await original(*args, **kwargs)
+
+        store._store.append_message = spy  # type: ignore[method-assign]
+
+        def write(i: int) -> int:
+            message = store.append_message(chat.chat_id, {"role": "user", "content": str(i)})
+            assert message.seq is not None
+            return message.seq
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            seqs = list(pool.map(write, range(20)))
+        assert len(set(seqs)) == 20
+        assert len(loop_threads) == 1
+        assert loop_threads.pop().startswith("threadkeep-sync:")
+        contents = sorted(int(m.content) for m in store.context_messages(chat.chat_id))
+        assert contents == list(range(20))
+
+
+def test_the_loop_thread_stops_on_close_and_restarts_on_open() -> None:
+    before = {t.name for t in threading.enumerate()}
+    store = open_store("memory://restart")
+    with store:
+        assert any(t.name.startswith("threadkeep-sync:") for t in threading.enumerate())
+        chat = store.create_chat("u", "t")
+    assert {t.name for t in threading.enumerate()} == before
+    with store:
+        assert store.get_chat(chat.chat_id).chat_id == chat.chat_id
+
+
+def test_a_failed_open_stops_the_loop_thread(tmp_path) -> None:
+    before = threading.active_count()
+    store = open_store(f"sqlite+aiosqlite:///{tmp_path / 'missing' / 'deeper' / 'x.db'}")
+    with pytest.raises(threadkeep.ThreadkeepError):
+        store.open()
+    assert threading.active_count() == before
+    assert not store.is_open
