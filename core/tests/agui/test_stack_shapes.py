@@ -1,0 +1,148 @@
+"""Stream shapes of real stacks' AG-UI adapters, live and imported, stated record by record.
+
+Each stream is wire JSON in the shape an adapter emits (LlamaIndex's workflow router,
+Pydantic AI's event stream, harnesses that write events before ``RUN_STARTED``...). The
+live path hands the events to ``StorageAgent``; the import path reads a run folder
+(``request.json`` + ``response.jsonl``). The expected records are an independent reading
+of each stream, written out literally.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ag_ui.core import BaseEvent, RunAgentInput
+from pydantic import ValidationError
+
+from threadkeep import Message, MessageFilter, RunStatus, Store
+from threadkeep._importers.agui import import_agui
+from threadkeep.agui import StorageAgent
+from threadkeep.agui._compat import UnknownEvent
+from threadkeep.agui._wire import EVENT_CLASSES
+
+USER = "u"
+THREAD = "t-1"
+PROMPT = {"id": "msg-1", "role": "user", "content": "What is the weather?"}
+PROMPT_RECORD = ("user", "msg-1", "What is the weather?", "complete", None, [])
+PATHS = ["live", "import"]
+
+
+def started(run: str = "r-1") -> dict[str, Any]:
+    return {"type": "RUN_STARTED", "threadId": THREAD, "runId": run}
+
+
+def finished(run: str = "r-1") -> dict[str, Any]:
+    return {"type": "RUN_FINISHED", "threadId": THREAD, "runId": run}
+
+
+def text(message_id: str, delta: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": delta},
+        {"type": "TEXT_MESSAGE_END", "messageId": message_id},
+    ]
+
+
+def live_event(data: dict[str, Any]) -> BaseEvent:
+    """The event an agent could build for this wire object (typed where the schema allows)."""
+    for builder in (EVENT_CLASSES.get(data["type"]), BaseEvent, UnknownEvent):
+        if builder is not None:
+            try:
+                return builder.model_validate(data)
+            except ValidationError:
+                continue
+    raise AssertionError(data)
+
+
+def request(run: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "threadId": THREAD,
+        "runId": run,
+        "messages": messages,
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": {},
+    }
+
+
+async def fold(
+    path: str,
+    store: Store,
+    tmp_path: Path,
+    stream: list[dict[str, Any]],
+    *,
+    run: str = "r-1",
+    messages: list[dict[str, Any]] | None = None,
+    folder: str = "rec",
+) -> Any:
+    """Fold one recorded run through the live wrapper or the importer; return its chat."""
+    sent = [PROMPT] if messages is None else messages
+    if path == "live":
+        events = [live_event(e) for e in stream]
+
+        class Agent:
+            async def run(self, _input: RunAgentInput) -> Any:
+                for event in events:
+                    yield event
+
+        agent = StorageAgent(Agent(), store, user_id=USER)
+        [_ async for _ in agent.run(RunAgentInput.model_validate(request(run, sent)))]
+        return await store.find_chat(USER, THREAD)
+    directory = tmp_path / "recordings" / folder
+    directory.mkdir(parents=True)
+    (directory / "request.json").write_text(json.dumps(request(run, sent)))
+    (directory / "response.jsonl").write_text("".join(json.dumps(e) + "\n" for e in stream))
+    await import_agui(store, directory / "response.jsonl", user_id=USER, thread_scope="thread")
+    return await store.find_chat(USER, THREAD)
+
+
+def summary(message: Message) -> tuple[Any, ...]:
+    calls = [(c.agui_id, c.name, c.arguments) for c in message.tool_calls]
+    return (
+        message.role.value,
+        message.agui_id,
+        message.content,
+        message.status.value,
+        message.tool_call_ref,
+        calls,
+    )
+
+
+async def records(store: Store, chat: Any, run: str | None = None) -> list[tuple[Any, ...]]:
+    page = await store.list_messages(
+        chat.chat_id, limit=200, message_filter=MessageFilter(run_id=run) if run else None
+    )
+    return [summary(m) for m in page.items]
+
+
+# -- a recording whose events begin before RUN_STARTED, or repeat it -----------------------
+
+EARLY_EVENTS = [
+    {"type": "CUSTOM", "name": "harness", "value": {"model": "gpt-4o"}},
+    {"type": "STATE_SNAPSHOT", "snapshot": {"city": "Paris"}},
+    started(),
+    started(),  # re-announced by a reconnecting adapter: the same run
+    *text("a1", "Sunny."),
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_events_before_or_repeating_run_started_belong_to_that_one_run(
+    every_store, tmp_path, path
+):
+    chat = await fold(path, every_store, tmp_path, EARLY_EVENTS)
+    assert await records(every_store, chat, "r-1") == [
+        PROMPT_RECORD,
+        ("assistant", "a1", "Sunny.", "complete", None, []),
+    ]
+    run = await every_store.get_run(chat.chat_id, "r-1")
+    assert (run.status, run.metadata["agui_state"]) == (RunStatus.COMPLETE, {"city": "Paris"})
+    assert run.metadata["agui_other_events"] == {"CUSTOM:harness": 1}
+    for other in ("r-1#2", "r-1#3"):
+        with pytest.raises(Exception, match="run"):
+            await every_store.get_run(chat.chat_id, other)
