@@ -146,3 +146,67 @@ async def test_events_before_or_repeating_run_started_belong_to_that_one_run(
     for other in ("r-1#2", "r-1#3"):
         with pytest.raises(Exception, match="run"):
             await every_store.get_run(chat.chat_id, other)
+
+
+# -- a tool call whose parentMessageId names the tool result before it (Pydantic AI < 1.0) --
+
+
+def pydantic_call(call_id: str, name: str, args: str, parent: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "TOOL_CALL_START",
+            "toolCallId": call_id,
+            "toolCallName": name,
+            "parentMessageId": parent,
+        },
+        {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": args},
+        {"type": "TOOL_CALL_END", "toolCallId": call_id},
+    ]
+
+
+def pydantic_result(message_id: str, call_id: str, content: str) -> dict[str, Any]:
+    return {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": message_id,
+        "toolCallId": call_id,
+        "content": content,
+        "role": "tool",
+    }
+
+
+PARENT_IS_RESULT = [
+    started(),
+    *text("m1", "Checking."),
+    *pydantic_call("c1", "geocode", '{"city":"Paris"}', "m1"),  # the ended text message
+    pydantic_result("m2", "c1", "48.85,2.35"),
+    # the next model turn's calls name the last message id: the tool result's
+    *pydantic_call("c2", "weather", '{"lat":48.85}', "m2"),
+    *pydantic_call("c3", "time", "{}", "m2"),
+    pydantic_result("m3", "c2", "sunny"),
+    pydantic_result("m4", "c3", "noon"),
+    *text("m5", "Sunny at noon."),
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_tool_call_parented_to_a_tool_result_gets_an_assistant_message(
+    every_store, tmp_path, path
+):
+    chat = await fold(path, every_store, tmp_path, PARENT_IS_RESULT)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        ("assistant", "m1", "Checking.", "complete", None, [("c1", "geocode", '{"city":"Paris"}')]),
+        ("tool", "m2", "48.85,2.35", "complete", "c1", []),
+        (
+            "assistant",
+            None,
+            "",
+            "complete",
+            None,
+            [("c2", "weather", '{"lat":48.85}'), ("c3", "time", "{}")],
+        ),
+        ("tool", "m3", "sunny", "complete", "c2", []),
+        ("tool", "m4", "noon", "complete", "c3", []),
+        ("assistant", "m5", "Sunny at noon.", "complete", None, []),
+    ]

@@ -140,7 +140,9 @@ class FoldState:
     run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
     On a resumed run, ``previous_messages`` are the run's stored messages by AG-UI id and
     ``previous_steps`` its earlier attempts' steps by key (events re-sent for them are not
-    stored again, see ``FoldBase.open_record``).
+    stored again, see ``FoldBase.open_record``). ``foster_hosts`` maps the key of a record
+    that tool calls name as their parent but that is no assistant message (a tool result)
+    to the assistant record opened to hold them.
     """
 
     chat: Chat
@@ -151,6 +153,7 @@ class FoldState:
     records: dict[str, Record] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     tool_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
+    foster_hosts: dict[str, str] = field(default_factory=dict)
     reasoning_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
     open_reasoning_host: str | None = None
     current_reasoning: tuple[str, UUID] | None = None
