@@ -210,3 +210,103 @@ async def test_a_tool_call_parented_to_a_tool_result_gets_an_assistant_message(
         ("tool", "m4", "noon", "complete", "c3", []),
         ("assistant", "m5", "Sunny at noon.", "complete", None, []),
     ]
+
+
+# -- LlamaIndex's workflow router: chunks, no tool results, snapshots with fresh ids --------
+
+
+def llama_snapshot(*messages: tuple[str, str, str | None]) -> dict[str, Any]:
+    """A ``MESSAGES_SNAPSHOT`` as LlamaIndex builds it: a fresh uuid for every message."""
+    built = []
+    for index, (role, content, call_id) in enumerate(messages):
+        message: dict[str, Any] = {"id": f"uuid-{len(messages)}-{index}", "role": role}
+        message["content"] = content
+        if call_id is not None:
+            message["toolCallId"] = call_id
+        built.append(message)
+    return {"type": "MESSAGES_SNAPSHOT", "messages": built}
+
+
+SYSTEM = "You are a weather bot."
+LLAMA = [
+    started(),
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "resp-1", "role": "assistant", "delta": "Let me "},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "resp-1", "role": "assistant", "delta": "check."},
+    {
+        "type": "TOOL_CALL_CHUNK",
+        "toolCallId": "call_a",
+        "toolCallName": "weather",
+        "delta": '{"city": "Paris"}',
+    },
+    llama_snapshot(
+        ("system", SYSTEM, None),
+        ("user", PROMPT["content"], None),
+        ("assistant", "Let me check.", None),
+        ("tool", "sunny", "call_a"),
+    ),
+    # the second model turn only calls a tool: no text chunk, a content-less message
+    {"type": "TOOL_CALL_CHUNK", "toolCallId": "call_b", "toolCallName": "time", "delta": "{}"},
+    llama_snapshot(
+        ("system", SYSTEM, None),
+        ("user", PROMPT["content"], None),
+        ("assistant", "Let me check.", None),
+        ("tool", "sunny", "call_a"),
+        ("assistant", None, None),
+        ("tool", "noon", "call_b"),
+    ),
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "resp-3", "role": "assistant", "delta": "Noon."},
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_snapshots_with_fresh_ids_match_by_content_and_store_nothing_twice(
+    every_store, tmp_path, path
+):
+    chat = await fold(path, every_store, tmp_path, LLAMA)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        (
+            "assistant",
+            "resp-1",
+            "Let me check.",
+            "complete",
+            None,
+            [("call_a", "weather", '{"city": "Paris"}')],
+        ),
+        ("system", "uuid-4-0", SYSTEM, "complete", None, []),
+        ("tool", "uuid-4-3", "sunny", "complete", "call_a", []),
+        ("assistant", None, "", "complete", None, [("call_b", "time", "{}")]),
+        ("tool", "uuid-6-5", "noon", "complete", "call_b", []),
+        ("assistant", "resp-3", "Noon.", "complete", None, []),
+    ]
+
+
+async def test_a_prompt_sent_twice_is_matched_once_per_snapshot_message(store, tmp_path):
+    # two identical prompts in the history, echoed by a snapshot with fresh ids: both are
+    # the stored ones; a third, new one in the snapshot is stored
+    history = [
+        {"id": "u1", "role": "user", "content": "yes"},
+        {"id": "a1", "role": "assistant", "content": "Sure?"},
+        {"id": "u2", "role": "user", "content": "yes"},
+    ]
+    stream = [
+        started(),
+        *text("a2", "Done."),
+        llama_snapshot(
+            ("user", "yes", None),
+            ("assistant", "Sure?", None),
+            ("user", "yes", None),
+            ("assistant", "Done.", None),
+            ("user", "yes", None),
+        ),
+        finished(),
+    ]
+    chat = await fold("import", store, tmp_path, stream, messages=history)
+    assert await records(store, chat) == [
+        ("user", "u1", "yes", "complete", None, []),
+        ("assistant", "a1", "Sure?", "complete", None, []),
+        ("user", "u2", "yes", "complete", None, []),
+        ("assistant", "a2", "Done.", "complete", None, []),
+        ("user", "uuid-5-4", "yes", "complete", None, []),
+    ]

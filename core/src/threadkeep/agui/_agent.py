@@ -295,6 +295,7 @@ class StorageAgent(EventFolder):
         )
         state = FoldState(chat, input.run_id, stack_id, writer, agent_id=self.agent_id)
         state.inbound_ids = {m.id for m in input.messages}
+        state.history = [*context, *new]
         state.keep_events = self.keep_events
         state.run_metadata.update(self.run_metadata)
         if resume is not None:

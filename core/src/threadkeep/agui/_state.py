@@ -135,8 +135,9 @@ class FoldState:
     """Everything the fold knows about one run (AG-UI seed, ``StorageState``).
 
     Records are kept in creation order, which is the order a buffered run writes them in.
-    ``inbound_ids`` are the ids of the run input's messages (a snapshot echoing them is not
-    stored again); ``keep_events`` keeps events that carry no message content whole in the
+    ``inbound_ids`` are the ids of the run input's messages and ``history`` the chat's
+    messages the run began with (its context and the input it stored): a snapshot echoing
+    them is not stored again; ``keep_events`` keeps events that carry no message content whole in the
     run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
     On a resumed run, ``previous_messages`` are the run's stored messages by AG-UI id and
     ``previous_steps`` its earlier attempts' steps by key (events re-sent for them are not
@@ -172,6 +173,7 @@ class FoldState:
     event_timestamp: int | None = None
     agui_uses: dict[str, int] = field(default_factory=dict)
     inbound_ids: set[str] = field(default_factory=set)
+    history: list[Message] = field(default_factory=list)
     keep_events: bool = False
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
     previous_messages: dict[str, Message] = field(default_factory=dict)
