@@ -310,3 +310,49 @@ async def test_a_prompt_sent_twice_is_matched_once_per_snapshot_message(store, t
         ("assistant", "a2", "Done.", "complete", None, []),
         ("user", "uuid-5-4", "yes", "complete", None, []),
     ]
+
+
+# -- a stream cut after RUN_STARTED: no RUN_FINISHED, no RUN_ERROR --------------------------
+
+CUT = [
+    started(),
+    *text("a0", "Checking."),
+    {
+        "type": "TOOL_CALL_START",
+        "toolCallId": "c1",
+        "toolCallName": "weather",
+        "parentMessageId": "a0",
+    },
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"city":'},
+    {"type": "TEXT_MESSAGE_START", "messageId": "a1", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "a1", "delta": "The weath"},
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_cut_stream_ends_its_open_records_and_the_run_interrupted(
+    every_store, tmp_path, path
+):
+    chat = await fold(path, every_store, tmp_path, CUT)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        ("assistant", "a0", "Checking.", "complete", None, [("c1", "weather", '{"city":')]),
+        ("assistant", "a1", "The weath", "interrupted", None, []),
+    ]
+    held = await every_store.get_message_by_agui_id(chat.chat_id, "a0")
+    assert held.tool_calls[0].status.value == "interrupted"
+    run = await every_store.get_run(chat.chat_id, "r-1")
+    assert run.status is RunStatus.INTERRUPTED
+    assert run.error == (
+        "the agent's stream ended after RUN_STARTED without RUN_FINISHED or RUN_ERROR"
+    )
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_stream_without_lifecycle_events_still_completes(store, tmp_path, path):
+    chat = await fold(path, store, tmp_path, text("a1", "Hi."))
+    assert await records(store, chat, "r-1") == [
+        PROMPT_RECORD,
+        ("assistant", "a1", "Hi.", "complete", None, []),
+    ]
+    assert (await store.get_run(chat.chat_id, "r-1")).status is RunStatus.COMPLETE

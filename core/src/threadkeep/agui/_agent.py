@@ -416,6 +416,10 @@ class StorageAgent(EventFolder):
     async def _close(self, state: FoldState, end: _End) -> None:
         if state.outcome is None:
             state.error = state.error or end.error
+            if end.status is RunStatus.COMPLETE and state.run_started:
+                # RUN_STARTED, then no RUN_FINISHED / RUN_ERROR: the stream was cut.
+                end = _End(RunStatus.INTERRUPTED, None)
+                state.error = state.error or _CUT
         # The first terminal event decided the outcome; records opened after it end too.
         await self.end_run_records(state, state.outcome or end.status)
         assert state.outcome is not None
@@ -446,6 +450,9 @@ class StorageAgent(EventFolder):
                 return
             except ThreadkeepError:
                 _log.warning("threadkeep: heartbeat of run %r failed", state.run_id, exc_info=True)
+
+
+_CUT = "the agent's stream ended after RUN_STARTED without RUN_FINISHED or RUN_ERROR"
 
 
 def _truncation_outcome(state: FoldState, metadata: dict[str, Any]) -> RunStatus:

@@ -143,7 +143,8 @@ class FoldState:
     ``previous_steps`` its earlier attempts' steps by key (events re-sent for them are not
     stored again, see ``FoldBase.open_record``). ``foster_hosts`` maps the key of a record
     that tool calls name as their parent but that is no assistant message (a tool result)
-    to the assistant record opened to hold them.
+    to the assistant record opened to hold them. ``run_started`` says a ``RUN_STARTED``
+    was folded (a stream that then ends without a terminal event was cut).
     """
 
     chat: Chat
@@ -168,6 +169,7 @@ class FoldState:
     agui_state: Any = None
     has_agui_state: bool = False
     outcome: RunStatus | None = None
+    run_started: bool = False
     error: str | None = None
     run_metadata: dict[str, Any] = field(default_factory=dict)
     event_timestamp: int | None = None
