@@ -356,3 +356,46 @@ async def test_a_stream_without_lifecycle_events_still_completes(store, tmp_path
         ("assistant", "a1", "Hi.", "complete", None, []),
     ]
     assert (await store.get_run(chat.chat_id, "r-1")).status is RunStatus.COMPLETE
+
+
+# -- field types recorders bend: each would drop a whole event (text, a run's end) ----------
+
+BENT = [
+    {"type": "RUN_STARTED", "threadId": THREAD, "runId": "r-1", "timestamp": 1733100000.5},
+    {"type": "TEXT_MESSAGE_START", "messageId": 7, "role": "model"},
+    {
+        "type": "TEXT_MESSAGE_CONTENT",
+        "messageId": 7,
+        "delta": "It is ",
+        "timestamp": "2025-01-01T00:00:00Z",
+    },
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": 7, "delta": "sunny.", "timestamp": "soon"},
+    {"type": "TEXT_MESSAGE_END", "messageId": 7},
+    {"type": "TOOL_CALL_START", "toolCallId": "c1", "parentMessageId": "a2"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": {"city": "Paris"}},
+    {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+    {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": "ok", "role": "function"},
+    {"type": "STATE_DELTA", "delta": {"op": "add", "path": "/city", "value": "Paris"}},
+    {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            {"role": "user", "content": PROMPT["content"]},
+            {"id": "a3", "role": "assistant", "content": [{"type": "text", "text": "Bye."}]},
+        ],
+    },
+    {"type": "RUN_FINISHED"},
+]
+
+
+async def test_bent_field_types_are_read_not_dropped(every_store, tmp_path):
+    # recorded only: a live agent cannot build these (the event models refuse them)
+    chat = await fold("import", every_store, tmp_path, BENT)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        ("assistant", "7", "It is sunny.", "complete", None, []),
+        ("assistant", "a2", "", "complete", None, [("c1", "", '{"city": "Paris"}')]),
+        ("tool", "result:c1", "ok", "complete", "c1", []),
+        ("assistant", "a3", "Bye.", "complete", None, []),
+    ]
+    run = await every_store.get_run(chat.chat_id, "r-1")
+    assert (run.status, run.metadata["agui_state"]) == (RunStatus.COMPLETE, {"city": "Paris"})

@@ -252,8 +252,13 @@ def runs_of(recordings: list[Recording]) -> list[RunRecord]:
         for index, events in enumerate(segments):
             started = next((e for e in events if isinstance(e, RunStartedEvent)), None)
             first = request if index == 0 else None
-            thread = started.thread_id if started else first.thread_id if first else "thread"
-            run_id = started.run_id if started else first.run_id if first else None
+            # A RUN_STARTED naming no thread or run (``""``) leaves them to the request.
+            thread = (
+                (started.thread_id if started else None)
+                or (first.thread_id if first else None)
+                or "thread"
+            )
+            run_id = (started.run_id if started else None) or (first.run_id if first else None)
             runs.append(
                 RunRecord(
                     recording=recording,
