@@ -399,3 +399,31 @@ async def test_bent_field_types_are_read_not_dropped(every_store, tmp_path):
     ]
     run = await every_store.get_run(chat.chat_id, "r-1")
     assert (run.status, run.metadata["agui_state"]) == (RunStatus.COMPLETE, {"city": "Paris"})
+
+
+async def test_the_next_turn_echoing_a_snapshots_fresh_ids_is_accepted_and_stores_once(
+    every_store, tmp_path
+):
+    # the client adopts the last snapshot, so turn 2 sends LlamaIndex's fresh ids back
+    await fold("live", every_store, tmp_path, LLAMA)
+    echoed = [
+        {
+            "id": m["id"],
+            "role": m["role"],
+            "content": m["content"] or "",
+            **({"toolCallId": m["toolCallId"]} if "toolCallId" in m else {}),
+        }
+        for m in LLAMA[-3]["messages"]
+    ]
+    echoed += [
+        {"id": "resp-3", "role": "assistant", "content": "Noon."},
+        {"id": "msg-2", "role": "user", "content": "And tomorrow?"},
+    ]
+    stream = [started("r-2"), *text("a-2", "Rain."), finished("r-2")]
+    chat = await fold("live", every_store, tmp_path, stream, run="r-2", messages=echoed)
+    assert await records(every_store, chat, "r-2") == [
+        ("user", "msg-2", "And tomorrow?", "complete", None, []),
+        ("assistant", "a-2", "Rain.", "complete", None, []),
+    ]
+    assert (await every_store.get_run(chat.chat_id, "r-2")).status is RunStatus.COMPLETE
+    assert len(await records(every_store, chat)) == 7 + 2
