@@ -427,3 +427,49 @@ async def test_the_next_turn_echoing_a_snapshots_fresh_ids_is_accepted_and_store
     ]
     assert (await every_store.get_run(chat.chat_id, "r-2")).status is RunStatus.COMPLETE
     assert len(await records(every_store, chat)) == 7 + 2
+
+
+# -- AG2's AGUIStream: no TOOL_CALL_END until after the result; results share a messageId ---
+
+AG2 = [
+    started(),
+    {"type": "TOOL_CALL_START", "toolCallId": "call_1", "toolCallName": "weather"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "call_1", "delta": '{"city":"Paris"}'},
+    {"type": "TOOL_CALL_START", "toolCallId": "call_2", "toolCallName": "time"},
+    {"type": "TOOL_CALL_ARGS", "toolCallId": "call_2", "delta": "{}"},
+    {"type": "TOOL_CALL_RESULT", "toolCallId": "call_1", "content": "sunny", "messageId": "X"},
+    {"type": "TOOL_CALL_END", "toolCallId": "call_1"},
+    {"type": "TOOL_CALL_RESULT", "toolCallId": "call_2", "content": "noon", "messageId": "X"},
+    {"type": "TOOL_CALL_END", "toolCallId": "call_2"},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "Y", "delta": "Sunny at noon."},
+    # a client-side tool: its chunk names the message whose text follows it
+    {
+        "type": "TOOL_CALL_CHUNK",
+        "parentMessageId": "Z",
+        "toolCallId": "call_3",
+        "toolCallName": "show_card",
+        "delta": "{}",
+    },
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "Z", "delta": "Here is a card."},
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_ag2_results_before_their_ends_and_sharing_a_message_id(every_store, tmp_path, path):
+    chat = await fold(path, every_store, tmp_path, AG2)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        (
+            "assistant",
+            None,
+            "",
+            "complete",
+            None,
+            [("call_1", "weather", '{"city":"Paris"}'), ("call_2", "time", "{}")],
+        ),
+        ("tool", "X", "sunny", "complete", "call_1", []),
+        ("tool", "X#2", "noon", "complete", "call_2", []),
+        ("assistant", "Y", "Sunny at noon.", "complete", None, []),
+        ("assistant", "Z", "Here is a card.", "complete", None, [("call_3", "show_card", "{}")]),
+    ]
