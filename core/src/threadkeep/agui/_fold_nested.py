@@ -3,8 +3,9 @@
 Tool calls live in their parent message (``parentMessageId``); a call naming no parent joins
 the run's latest assistant message, else a message the fold opens for it (so parallel calls
 of one model turn share one message, as AG-UI clients send them back). A parent that is not
-an assistant message (a tool result, a reasoning) gets an assistant message opened for it. A tool result
-(``TOOL_CALL_RESULT``) is a ``tool`` message whose ``tool_call_ref`` is the call's id.
+an assistant message (a tool result, a reasoning) gets an assistant message opened for it.
+A tool result (``TOOL_CALL_RESULT``) is a ``tool`` message whose ``tool_call_ref`` is the
+call's id.
 
 Reasoning lives in a ``reasoning`` message: ``REASONING_START`` opens it, each
 ``REASONING_MESSAGE_*`` sequence is one nested ``Reasoning`` with its deltas folded. The

@@ -71,8 +71,9 @@ class SnapshotHandlers(FoldBase):
             if h.agui_id in ids or h.metadata.get(REUSED_ID_NOTE) in ids
         }
         last: str | None = None
-        for message, record in zip(messages, matched, strict=True):
+        for message, by_id in zip(messages, matched, strict=True):
             last = None
+            record = by_id
             if record is None and not await self.snapshot_stored(state, message):
                 record = self.same_content_record(state, message, claimed)
                 if record is None:

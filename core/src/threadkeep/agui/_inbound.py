@@ -176,9 +176,7 @@ async def classify_inbound(
         known.add(stored_message)
     named = {m.id for m in inbound}
     known.unclaimed = [
-        m
-        for m in context
-        if m.agui_id not in named and m.metadata.get(REUSED_ID_NOTE) not in named
+        m for m in context if m.agui_id not in named and m.metadata.get(REUSED_ID_NOTE) not in named
     ]
     if include_hidden:
         await known.load_hidden()

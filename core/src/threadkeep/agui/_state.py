@@ -137,8 +137,8 @@ class FoldState:
     Records are kept in creation order, which is the order a buffered run writes them in.
     ``inbound_ids`` are the ids of the run input's messages and ``history`` the chat's
     messages the run began with (its context and the input it stored): a snapshot echoing
-    them is not stored again; ``keep_events`` keeps events that carry no message content whole in the
-    run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
+    them is not stored again; ``keep_events`` keeps events that carry no message content
+    whole in the run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
     On a resumed run, ``previous_messages`` are the run's stored messages by AG-UI id and
     ``previous_steps`` its earlier attempts' steps by key (events re-sent for them are not
     stored again, see ``FoldBase.open_record``). ``foster_hosts`` maps the key of a record
