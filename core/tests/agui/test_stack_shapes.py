@@ -473,3 +473,17 @@ async def test_ag2_results_before_their_ends_and_sharing_a_message_id(every_stor
         ("assistant", "Y", "Sunny at noon.", "complete", None, []),
         ("assistant", "Z", "Here is a card.", "complete", None, [("call_3", "show_card", "{}")]),
     ]
+
+
+async def test_a_new_prompt_repeating_an_earlier_ones_text_is_stored(every_store, tmp_path):
+    # a client that sends only the newest prompt, under a fresh id, with a repeated text
+    for run, prompt_id in (("r-1", "p-1"), ("r-2", "p-2")):
+        sent = [{"id": prompt_id, "role": "user", "content": "yes"}]
+        stream = [started(run), *text(f"a-{run}", "ok"), finished(run)]
+        chat = await fold("live", every_store, tmp_path, stream, run=run, messages=sent)
+    assert await records(every_store, chat) == [
+        ("user", "p-1", "yes", "complete", None, []),
+        ("assistant", "a-r-1", "ok", "complete", None, []),
+        ("user", "p-2", "yes", "complete", None, []),
+        ("assistant", "a-r-2", "ok", "complete", None, []),
+    ]

@@ -21,7 +21,9 @@ messages, so an echoed assistant message, tool result or reasoning replays clean
 A message whose id names nothing stored (adapters such as LlamaIndex mint fresh ids for
 every message of a ``MESSAGES_SNAPSHOT``, and the client echoes those) is stored when a
 context message that no inbound id names has the same role, content, tool call answered
-and nested records; each context message is taken once, so a prompt typed again is new.
+and nested records; each context message is taken once, so a prompt typed again is new,
+and the input's last user message is never taken (a client sending only the new prompt
+may repeat an earlier one's text).
 
 Ids are looked up in the context window first, then in the store (older history). A
 message hidden by ``Store.delete_messages`` counts as stored (its id stays taken; it is
@@ -66,14 +68,18 @@ class _Known:
     held: dict[str, Message] = field(default_factory=dict)
     hidden_loaded: bool = False
     unclaimed: list[Message] = field(default_factory=list)
+    echoes: bool = True
 
     def claim_same(self, inbound: Message) -> bool:
         """Take the first context message no inbound id named that is ``inbound`` re-keyed.
 
         Adapters that mint fresh ids for every message of a ``MESSAGES_SNAPSHOT``
         (LlamaIndex) make the client echo stored messages under ids never stored. Each
-        context message is taken at most once, so a prompt typed again is still new.
+        context message is taken at most once, so a prompt typed again is still new, and
+        the input's last user message (``echoes`` false) is never taken.
         """
+        if not self.echoes:
+            return False
         for index, stored in enumerate(self.unclaimed):
             if _echo_of(stored, inbound):
                 del self.unclaimed[index]
@@ -181,7 +187,10 @@ async def classify_inbound(
     if include_hidden:
         await known.load_hidden()
     new: list[Message] = []
-    for original in inbound:
+    users = [i for i, m in enumerate(inbound) if isinstance(m, UserMessage)]
+    for index, original in enumerate(inbound):
+        # The newest prompt is never an echo: a client sending only it may repeat a text.
+        known.echoes = not users or index != users[-1]
         # Lone surrogates (ids included) become U+FFFD first, so lookups and writes agree.
         message, replaced = repair_model(original, note=False)
         verdict, stored_id = await _verdict(known, message, run_id)
