@@ -28,7 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunAgentInput, RunStartedEvent
+from ag_ui.core import (
+    BaseEvent,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+)
 from pydantic import ValidationError
 
 from .._errors import InvalidArgument
@@ -246,8 +252,13 @@ def runs_of(recordings: list[Recording]) -> list[RunRecord]:
         for index, events in enumerate(segments):
             started = next((e for e in events if isinstance(e, RunStartedEvent)), None)
             first = request if index == 0 else None
-            thread = started.thread_id if started else first.thread_id if first else "thread"
-            run_id = started.run_id if started else first.run_id if first else None
+            # A RUN_STARTED naming no thread or run (``""``) leaves them to the request.
+            thread = (
+                (started.thread_id if started else None)
+                or (first.thread_id if first else None)
+                or "thread"
+            )
+            run_id = (started.run_id if started else None) or (first.run_id if first else None)
             runs.append(
                 RunRecord(
                     recording=recording,
@@ -262,9 +273,25 @@ def runs_of(recordings: list[Recording]) -> list[RunRecord]:
 
 
 def _segments(events: list[BaseEvent]) -> list[list[BaseEvent]]:
+    """Split a recording's events into runs, as the live wrapper would have seen them.
+
+    A ``RUN_STARTED`` starts a new run only when the current one has started already and
+    has ended (``RUN_FINISHED``/``RUN_ERROR``) or names another run id. Events before the
+    first ``RUN_STARTED`` (a ``CUSTOM`` or ``STATE_SNAPSHOT`` some recorders write first)
+    belong to that run, and a ``RUN_STARTED`` repeated for the run in progress is the
+    same run: a live ``StorageAgent`` folds both into one run.
+    """
     segments: list[list[BaseEvent]] = []
+    run_id: str | None = None
+    ended = False
     for event in events:
-        if isinstance(event, RunStartedEvent) or not segments:
+        if isinstance(event, RunStartedEvent):
+            if run_id is not None and (ended or event.run_id != run_id):
+                segments.append([])
+            run_id, ended = event.run_id, False
+        elif isinstance(event, RunFinishedEvent | RunErrorEvent):
+            ended = True
+        if not segments:
             segments.append([])
         segments[-1].append(event)
     return segments

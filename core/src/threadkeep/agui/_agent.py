@@ -295,6 +295,7 @@ class StorageAgent(EventFolder):
         )
         state = FoldState(chat, input.run_id, stack_id, writer, agent_id=self.agent_id)
         state.inbound_ids = {m.id for m in input.messages}
+        state.history = [*context, *new]
         state.keep_events = self.keep_events
         state.run_metadata.update(self.run_metadata)
         if resume is not None:
@@ -415,6 +416,10 @@ class StorageAgent(EventFolder):
     async def _close(self, state: FoldState, end: _End) -> None:
         if state.outcome is None:
             state.error = state.error or end.error
+            if end.status is RunStatus.COMPLETE and state.run_started:
+                # RUN_STARTED, then no RUN_FINISHED / RUN_ERROR: the stream was cut.
+                end = _End(RunStatus.INTERRUPTED, None)
+                state.error = state.error or _CUT
         # The first terminal event decided the outcome; records opened after it end too.
         await self.end_run_records(state, state.outcome or end.status)
         assert state.outcome is not None
@@ -445,6 +450,9 @@ class StorageAgent(EventFolder):
                 return
             except ThreadkeepError:
                 _log.warning("threadkeep: heartbeat of run %r failed", state.run_id, exc_info=True)
+
+
+_CUT = "the agent's stream ended after RUN_STARTED without RUN_FINISHED or RUN_ERROR"
 
 
 def _truncation_outcome(state: FoldState, metadata: dict[str, Any]) -> RunStatus:

@@ -17,12 +17,26 @@ fields as extras). The import path (``_wire.parse_event``) and the live path
   ``message``/``detail``, else the object as JSON), else ``errorMessage``/``detail``, else
   none (``""``); an object's ``code`` (or ``type``) becomes the event's ``code`` when it
   names none.
+- Field types recorders bend, which would otherwise drop the whole event (and the text or
+  the run's end it carries): a ``timestamp`` that is a float or an ISO 8601 string becomes
+  integer milliseconds (unreadable: dropped); ids that are numbers become strings;
+  ``RUN_STARTED``/``RUN_FINISHED`` without ``threadId``/``runId`` get ``""`` (the run is
+  the one being folded); a ``TOOL_CALL_START`` without ``toolCallName`` gets ``""``; a
+  ``TOOL_CALL_ARGS`` (or chunk) delta that is a JSON value becomes its JSON text; a
+  ``TOOL_CALL_RESULT`` ``role`` other than ``"tool"`` is dropped; a ``STATE_DELTA`` that
+  is one patch operation becomes a list of it; a text message ``role`` of ``"model"``
+  (Gemini) or ``"ai"`` (LangChain) is ``"assistant"``; a ``MESSAGES_SNAPSHOT`` message
+  without ``id`` gets ``"snapshot:<position>:<hash of role and content>"`` and the text
+  parts of an assistant, system or developer message given as parts are joined.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from ag_ui.core import BaseEvent, RunErrorEvent, ToolCallResultEvent
@@ -56,10 +70,86 @@ def normalize_event_data(data: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(data)
     kind = out.get("type")
     kind = getattr(kind, "value", kind)
+    _field_types(out)
     if kind == "TOOL_CALL_RESULT":
         _tool_result(out)
     elif kind == "RUN_ERROR":
         _run_error(out)
+    elif kind in ("RUN_STARTED", "RUN_FINISHED"):
+        for camel, snake in (("threadId", "thread_id"), ("runId", "run_id")):
+            if out.get(camel) is None and out.get(snake) is None:
+                out[camel] = ""
+    elif kind == "TOOL_CALL_START" and _first(out, "toolCallName", "tool_call_name") is None:
+        out["toolCallName"] = ""
+    elif kind in ("TOOL_CALL_ARGS", "TOOL_CALL_CHUNK"):
+        if out.get("delta") is not None and not isinstance(out["delta"], str):
+            out["delta"] = json.dumps(out["delta"], ensure_ascii=False)
+    elif kind == "STATE_DELTA" and isinstance(out.get("delta"), Mapping):
+        out["delta"] = [out["delta"]]
+    elif kind in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CHUNK") and out.get("role") in _ASSISTANT:
+        out["role"] = "assistant"
+    elif kind == "MESSAGES_SNAPSHOT" and isinstance(out.get("messages"), list):
+        out["messages"] = [_snapshot_message(m, i) for i, m in enumerate(out["messages"])]
+    return out
+
+
+_ASSISTANT = frozenset({"model", "ai"})
+_ID_FIELDS = (
+    "messageId",
+    "message_id",
+    "toolCallId",
+    "tool_call_id",
+    "parentMessageId",
+    "parent_message_id",
+    "threadId",
+    "thread_id",
+    "runId",
+    "run_id",
+)
+
+
+def _field_types(data: dict[str, Any]) -> None:
+    """Numbers as ids and floats or ISO strings as timestamps (module docstring)."""
+    for name in _ID_FIELDS:
+        value = data.get(name)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            data[name] = str(value)
+    stamp = data.get("timestamp")
+    if stamp is None or (isinstance(stamp, int) and not isinstance(stamp, bool)):
+        return
+    if isinstance(stamp, float) and math.isfinite(stamp):
+        data["timestamp"] = int(stamp)
+        return
+    if isinstance(stamp, str):
+        try:
+            parsed = datetime.fromisoformat(stamp.strip().replace("Z", "+00:00"))
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+            data["timestamp"] = int(parsed.timestamp() * 1000)
+            return
+    data.pop("timestamp")
+
+
+def _snapshot_message(message: Any, position: int) -> Any:
+    if not isinstance(message, Mapping):
+        return message
+    out = dict(message)
+    role = out.get("role")
+    content = out.get("content")
+    if role in ("assistant", "system", "developer") and isinstance(content, list):
+        out["content"] = "".join(
+            str(p.get("text") or "")
+            for p in content
+            if isinstance(p, Mapping) and p.get("type") == "text"
+        )
+    if isinstance(out.get("id"), int | float) and not isinstance(out.get("id"), bool):
+        out["id"] = str(out["id"])
+    if not out.get("id"):
+        shape = json.dumps([role, out.get("content")], ensure_ascii=False, default=str)
+        digest = hashlib.sha256(shape.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        out["id"] = f"snapshot:{position}:{digest}"
     return out
 
 
@@ -123,6 +213,8 @@ def _tool_result(data: dict[str, Any]) -> None:
         data["content"] = _as_content(value)
     elif data.get("content") is not None and not isinstance(data["content"], str | list):
         data["content"] = _as_content(data["content"])
+    if data.get("role") not in (None, "tool"):
+        data.pop("role")
 
 
 def _as_content(value: Any) -> Any:

@@ -14,7 +14,9 @@ open the record implicitly, so no delta is lost to a missing start.
 
 Run lifecycle: ``RUN_FINISHED`` completes every unfinished record (``interrupted`` if its
 outcome is ``cancelled``), ``RUN_ERROR`` errors them (AG-UI seed, run-outcome table); the
-first terminal event decides the run's outcome.
+first terminal event decides the run's outcome. A stream that sent ``RUN_STARTED`` and ends
+without either (cut: a dropped connection, a killed recorder) did not finish: its open
+records and the run end ``interrupted``.
 
 Steps: ``STEP_STARTED`` / ``STEP_FINISHED`` track the active step (stored on messages as
 ``step``) and record a ``Step`` of type ``agui_step``.
@@ -137,6 +139,7 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
         ``code`` (``agui_error_code``), ``usage`` and message (the run's ``error``).
         """
         if isinstance(event, RunStartedEvent):
+            state.run_started = True
             if event.parent_run_id:
                 state.run_metadata["agui_parent_run_id"] = event.parent_run_id
             return

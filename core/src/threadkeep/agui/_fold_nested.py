@@ -2,8 +2,10 @@
 
 Tool calls live in their parent message (``parentMessageId``); a call naming no parent joins
 the run's latest assistant message, else a message the fold opens for it (so parallel calls
-of one model turn share one message, as AG-UI clients send them back). A tool result
-(``TOOL_CALL_RESULT``) is a ``tool`` message whose ``tool_call_ref`` is the call's id.
+of one model turn share one message, as AG-UI clients send them back). A parent that is not
+an assistant message (a tool result, a reasoning) gets an assistant message opened for it.
+A tool result (``TOOL_CALL_RESULT``) is a ``tool`` message whose ``tool_call_ref`` is the
+call's id.
 
 Reasoning lives in a ``reasoning`` message: ``REASONING_START`` opens it, each
 ``REASONING_MESSAGE_*`` sequence is one nested ``Reasoning`` with its deltas folded. The
@@ -125,14 +127,28 @@ class NestedHandlers(FoldBase):
         return host, call.tool_call_id
 
     async def tool_host(self, state: FoldState, parent_id: str | None) -> Record:
-        """Return the message a new tool call belongs in (see the module docstring)."""
+        """Return the message a new tool call belongs in (see the module docstring).
+
+        A tool call belongs in an assistant message. A ``parentMessageId`` naming a record
+        of another role (older Pydantic AI names the tool result it just sent; some stacks
+        name a reasoning or activity message) gets an assistant message the fold opens for
+        it, shared by every call naming that parent.
+        """
         if parent_id:
             parent = state.record_for(parent_id)
-            if parent is not None:
+            if parent is not None and _plain_assistant(parent):
                 return parent
-            return await self.open_record(
-                state, agui_id=parent_id, role=Role.ASSISTANT, tool_host=True
-            )
+            if parent is None:
+                return await self.open_record(
+                    state, agui_id=parent_id, role=Role.ASSISTANT, tool_host=True
+                )
+            host = state.records.get(state.foster_hosts.get(parent.key, ""))
+            if host is None:
+                host = await self.open_record(
+                    state, agui_id=None, role=Role.ASSISTANT, tool_host=True
+                )
+                state.foster_hosts[parent.key] = host.key
+            return host
         last = state.records.get(state.last_key) if state.last_key else None
         if last is not None and _plain_assistant(last):
             return last

@@ -8,7 +8,14 @@ to what is known before anything is stored:
    message by its ``toolCallId`` (the run's tool message answering that call); a reasoning
    message by its id;
 2. a message stored before (an earlier run, or this run's input): by id as a message, a
-   nested tool call or reasoning; an assistant message whose every tool call is stored.
+   nested tool call or reasoning; an assistant message whose every tool call is stored;
+3. a user, assistant, system or developer message whose id names nothing known (LlamaIndex
+   and other adapters mint a fresh id for every message of every snapshot): the first record
+   of this run, then the first message the run began with (its context and input), of the
+   same role and the same text and parts that no other message of this snapshot took.
+
+An assistant message matching nothing that carries nothing (no text, no tool call) is not
+stored.
 
 A matched record is reconciled, never stored twice. For its text (and each tool call's
 argument string): where the streamed text is a strict prefix of the snapshot's (the stream
@@ -27,14 +34,17 @@ from ag_ui.core import (
     ActivityMessage,
     AssistantMessage,
     BaseEvent,
+    DeveloperMessage,
     MessagesSnapshotEvent,
     ReasoningMessage,
+    SystemMessage,
     ToolMessage,
+    UserMessage,
 )
 
 from .._models import MessageStatus, Role, ToolCall
 from ._fold_base import FoldBase
-from ._state import FoldState, Record
+from ._state import REUSED_ID_NOTE, FoldState, Record
 from ._text import TextBuffer
 from ._translate import AguiMessage, message_from_agui, parts_from_agui
 
@@ -51,12 +61,73 @@ class SnapshotHandlers(FoldBase):
         """Reconcile each snapshot message with the run and the chat; store the rest."""
         if not isinstance(event, MessagesSnapshotEvent):
             return
-        for message in event.messages:
-            record = self.snapshot_match(state, message)
+        messages = list(event.messages)
+        matched = [self.snapshot_match(state, m) for m in messages]
+        claimed = {r.key for r in matched if r is not None}
+        ids = {m.id for m in messages}
+        taken = {
+            h.message_id
+            for h in state.history
+            if h.agui_id in ids or h.metadata.get(REUSED_ID_NOTE) in ids
+        }
+        last: str | None = None
+        for message, by_id in zip(messages, matched, strict=True):
+            last = None
+            record = by_id
+            if record is None and not await self.snapshot_stored(state, message):
+                record = self.same_content_record(state, message, claimed)
+                if record is None:
+                    if self.same_content_history(state, message, taken) or _empty(message):
+                        continue
+                    last = (await self.store_snapshot_message(state, message)).key
+                    continue
             if record is not None:
+                claimed.add(record.key)
                 await self.reconcile(state, record, message)
-            elif not await self.snapshot_stored(state, message):
-                await self.store_snapshot_message(state, message)
+                last = record.key
+        # The snapshot's last message is the conversation's latest: a tool call naming no
+        # parent after a snapshot ending in a tool result starts a new assistant message.
+        state.last_key = last
+
+    def same_content_record(
+        self, state: FoldState, message: AguiMessage, claimed: set[str]
+    ) -> Record | None:
+        """Return the run's first unclaimed record with the message's role, text and parts.
+
+        Rule 3 of the module docstring, for a snapshot message whose id names nothing.
+        """
+        if not isinstance(message, _BY_CONTENT):
+            return None
+        text, parts = _sent(message)
+        for record in state.records.values():
+            if (
+                record.key not in claimed
+                and record.message.role.value == message.role
+                and record.message.metadata.get("agui_role") != "activity"
+                and (record.content.text() or record.message.content) == text
+                and [p.model_dump() for p in record.message.parts] == parts
+            ):
+                return record
+        return None
+
+    def same_content_history(self, state: FoldState, message: AguiMessage, taken: set[Any]) -> bool:
+        """Whether a message the run began with is this snapshot message (rule 3).
+
+        The first one of the same role, text and parts not in ``taken`` is taken.
+        """
+        if not isinstance(message, _BY_CONTENT):
+            return False
+        text, parts = _sent(message)
+        for stored in state.history:
+            if (
+                stored.message_id not in taken
+                and stored.role.value == message.role
+                and stored.content == text
+                and [p.model_dump() for p in stored.parts] == parts
+            ):
+                taken.add(stored.message_id)
+                return True
+        return False
 
     def snapshot_match(self, state: FoldState, message: AguiMessage) -> Record | None:
         """Return the run's record a snapshot message describes, or ``None`` (rule 1)."""
@@ -97,8 +168,8 @@ class SnapshotHandlers(FoldBase):
             return False
         return all([await store.get_tool_call_by_agui_id(chat_id, c.id) for c in calls])
 
-    async def store_snapshot_message(self, state: FoldState, message: AguiMessage) -> None:
-        """Store a snapshot message nothing matched, complete."""
+    async def store_snapshot_message(self, state: FoldState, message: AguiMessage) -> Record:
+        """Store a snapshot message nothing matched, complete; return its record."""
         stored = message_from_agui(message, run_id=state.run_id)
         record = await self.open_record(state, agui_id=message.id, role=stored.role, write=False)
         stored.message_id = record.message.message_id
@@ -110,6 +181,7 @@ class SnapshotHandlers(FoldBase):
             if call.agui_id:
                 state.tool_hosts.setdefault(call.agui_id, (record.key, call.tool_call_id))
         await self.finish(state, record, MessageStatus.COMPLETE)
+        return record
 
     async def reconcile(self, state: FoldState, record: Record, message: AguiMessage) -> None:
         """Apply the strict-prefix rule to a matched record's text and tool calls."""
@@ -154,6 +226,19 @@ class SnapshotHandlers(FoldBase):
             if not host.tool_call(known[1]).name:
                 host.tool_call(known[1]).name = call.function.name
         return disagreeing
+
+
+_BY_CONTENT = (UserMessage, AssistantMessage, SystemMessage, DeveloperMessage)
+
+
+def _sent(message: AguiMessage) -> tuple[str, list[dict[str, Any]]]:
+    text, parts = parts_from_agui(getattr(message, "content", None))
+    return text, [p.model_dump() for p in parts]
+
+
+def _empty(message: AguiMessage) -> bool:
+    """An assistant message with no text and no tool call (it carries nothing to store)."""
+    return isinstance(message, AssistantMessage) and not message.content and not message.tool_calls
 
 
 def _merge(buffer: TextBuffer, snapshot: str) -> bool:

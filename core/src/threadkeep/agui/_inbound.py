@@ -18,6 +18,13 @@ messages, so an echoed assistant message, tool result or reasoning replays clean
 - a reasoning message is stored when its id is a stored message's or reasoning's;
 - any other role is stored only when its id is.
 
+A message whose id names nothing stored (adapters such as LlamaIndex mint fresh ids for
+every message of a ``MESSAGES_SNAPSHOT``, and the client echoes those) is stored when a
+context message that no inbound id names has the same role, content, tool call answered
+and nested records; each context message is taken once, so a prompt typed again is new,
+and the input's last user message is never taken (a client sending only the new prompt
+may repeat an earlier one's text).
+
 Ids are looked up in the context window first, then in the store (older history). A
 message hidden by ``Store.delete_messages`` counts as stored (its id stays taken; it is
 not sent to the model): looked for before a message is refused, and for user messages
@@ -60,6 +67,24 @@ class _Known:
     reasonings: set[str] = field(default_factory=set)
     held: dict[str, Message] = field(default_factory=dict)
     hidden_loaded: bool = False
+    unclaimed: list[Message] = field(default_factory=list)
+    echoes: bool = True
+
+    def claim_same(self, inbound: Message) -> bool:
+        """Take the first context message no inbound id named that is ``inbound`` re-keyed.
+
+        Adapters that mint fresh ids for every message of a ``MESSAGES_SNAPSHOT``
+        (LlamaIndex) make the client echo stored messages under ids never stored. Each
+        context message is taken at most once, so a prompt typed again is still new, and
+        the input's last user message (``echoes`` false) is never taken.
+        """
+        if not self.echoes:
+            return False
+        for index, stored in enumerate(self.unclaimed):
+            if _echo_of(stored, inbound):
+                del self.unclaimed[index]
+                return True
+        return False
 
     async def load_hidden(self) -> None:
         """Count the chat's hidden messages (``delete_messages``) as stored.
@@ -155,10 +180,17 @@ async def classify_inbound(
     known = _Known(store, chat_id)
     for stored_message in context:
         known.add(stored_message)
+    named = {m.id for m in inbound}
+    known.unclaimed = [
+        m for m in context if m.agui_id not in named and m.metadata.get(REUSED_ID_NOTE) not in named
+    ]
     if include_hidden:
         await known.load_hidden()
     new: list[Message] = []
-    for original in inbound:
+    users = [i for i, m in enumerate(inbound) if isinstance(m, UserMessage)]
+    for index, original in enumerate(inbound):
+        # The newest prompt is never an echo: a client sending only it may repeat a text.
+        known.echoes = not users or index != users[-1]
         # Lone surrogates (ids included) become U+FFFD first, so lookups and writes agree.
         message, replaced = repair_model(original, note=False)
         verdict, stored_id = await _verdict(known, message, run_id)
@@ -206,7 +238,9 @@ async def _user_verdict(known: _Known, message: UserMessage, run_id: str) -> tup
         held = await known.holder(candidate)
         if held is None:
             # Taken by a hidden message (delete_messages) only: it counts as stored.
-            return ("stored" if candidate in known.messages else "new"), candidate
+            if candidate in known.messages or (n == 1 and known.claim_same(inbound)):
+                return "stored", candidate
+            return "new", candidate
         if same_message(held, inbound):
             return "stored", candidate
     raise AssertionError("unreachable")  # pragma: no cover
@@ -215,6 +249,8 @@ async def _user_verdict(known: _Known, message: UserMessage, run_id: str) -> tup
 async def _other_verdict(known: _Known, message: AguiMessage) -> str:
     if await known.message(message.id):
         return "stored"
+    if known.claim_same(message_from_agui(message, run_id="")):
+        return "stored"  # a stored message the client echoes under a snapshot's fresh id
     if isinstance(message, ToolMessage):
         answers_stored_call = await known.tool_call(message.tool_call_id)
         return "new" if answers_stored_call else "refused"
@@ -232,6 +268,22 @@ async def _assistant_stored(known: _Known, message: AssistantMessage) -> bool:
         return True
     calls = message.tool_calls or []
     return bool(calls) and all([await known.tool_call(c.id) for c in calls])
+
+
+def _echo_of(stored: Message, inbound: Message) -> bool:
+    """Whether ``inbound`` is ``stored`` echoed under another id (``_Known.claim_same``).
+
+    Role, content, parts and the tool call answered agree, and every tool call the echo
+    carries is one of the stored message's (LlamaIndex's snapshot drops them).
+    """
+    stored_calls = {(c.agui_id, c.name, c.arguments) for c in stored.tool_calls}
+    return (
+        stored.role == inbound.role
+        and stored.content == inbound.content
+        and [p.model_dump() for p in stored.parts] == [p.model_dump() for p in inbound.parts]
+        and stored.tool_call_ref == inbound.tool_call_ref
+        and all((c.agui_id, c.name, c.arguments) in stored_calls for c in inbound.tool_calls)
+    )
 
 
 def same_message(stored: Message, inbound: Message) -> bool:

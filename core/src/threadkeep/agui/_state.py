@@ -135,12 +135,16 @@ class FoldState:
     """Everything the fold knows about one run (AG-UI seed, ``StorageState``).
 
     Records are kept in creation order, which is the order a buffered run writes them in.
-    ``inbound_ids`` are the ids of the run input's messages (a snapshot echoing them is not
-    stored again); ``keep_events`` keeps events that carry no message content whole in the
-    run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
+    ``inbound_ids`` are the ids of the run input's messages and ``history`` the chat's
+    messages the run began with (its context and the input it stored): a snapshot echoing
+    them is not stored again; ``keep_events`` keeps events that carry no message content
+    whole in the run's metadata; ``usage`` holds token usage per record key (``""``: the run's own).
     On a resumed run, ``previous_messages`` are the run's stored messages by AG-UI id and
     ``previous_steps`` its earlier attempts' steps by key (events re-sent for them are not
-    stored again, see ``FoldBase.open_record``).
+    stored again, see ``FoldBase.open_record``). ``foster_hosts`` maps the key of a record
+    that tool calls name as their parent but that is no assistant message (a tool result)
+    to the assistant record opened to hold them. ``run_started`` says a ``RUN_STARTED``
+    was folded (a stream that then ends without a terminal event was cut).
     """
 
     chat: Chat
@@ -151,6 +155,7 @@ class FoldState:
     records: dict[str, Record] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     tool_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
+    foster_hosts: dict[str, str] = field(default_factory=dict)
     reasoning_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
     open_reasoning_host: str | None = None
     current_reasoning: tuple[str, UUID] | None = None
@@ -164,11 +169,13 @@ class FoldState:
     agui_state: Any = None
     has_agui_state: bool = False
     outcome: RunStatus | None = None
+    run_started: bool = False
     error: str | None = None
     run_metadata: dict[str, Any] = field(default_factory=dict)
     event_timestamp: int | None = None
     agui_uses: dict[str, int] = field(default_factory=dict)
     inbound_ids: set[str] = field(default_factory=set)
+    history: list[Message] = field(default_factory=list)
     keep_events: bool = False
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
     previous_messages: dict[str, Message] = field(default_factory=dict)
