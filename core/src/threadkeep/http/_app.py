@@ -1,0 +1,100 @@
+"""The gateway's ASGI app factory: :func:`create_app`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from .. import __version__
+from .._errors import InvalidArgument
+from .._registry import open_store
+from .._store import Store
+from ._auth import Authenticator
+from ._errors import install_error_handlers
+from ._routes import router as history_router
+from ._runs import AgentLookup, storage_agent_factory
+from ._runs import router as runs_router
+
+__all__ = ["create_app"]
+
+
+def create_app(
+    store: Store | None = None,
+    *,
+    authenticator: Authenticator,
+    url: str | None = None,
+    store_options: Mapping[str, Any] | None = None,
+    agents: AgentLookup | None = None,
+    viewer: bool = True,
+) -> FastAPI:
+    """Build the gateway: the history API, the AG-UI run endpoint and the history viewer.
+
+    Run it alone (``uvicorn``, or ``threadkeep serve``) or mount it into your service.
+    Mounted sub-apps get no lifespan from Starlette, so pass an open ``store`` when
+    mounting; with ``url`` the app opens its store at startup and closes it at shutdown
+    (after the runs still being stored finish).
+
+    Args:
+        store: An open store to serve; the caller keeps it open and closes it.
+        authenticator: Who is calling (required): a :class:`JWTAuthenticator` or any async
+            callable ``request -> Principal | None`` (``None``: answered 401).
+        url: A store URL to open for the app's lifetime instead of ``store``.
+        store_options: Options for ``open_store(url, ...)`` (``cursor_secret``...).
+        agents: ``agent_id -> AG-UI agent`` (or ``None``) for the run endpoint; without
+            it the run endpoint answers 404 for every agent.
+        viewer: Serve the read-only history viewer page at ``/viewer/``.
+
+    Returns:
+        The FastAPI app; its OpenAPI document is at ``/openapi.json``.
+
+    Raises:
+        InvalidArgument: If neither or both of ``store`` and ``url`` are given, or
+            ``authenticator`` is not callable.
+    """
+    if (store is None) == (url is None):
+        raise InvalidArgument("give exactly one of store= (open) and url=")
+    if not callable(authenticator):
+        raise InvalidArgument("authenticator must be an async callable request -> Principal")
+    from ..agui import RunManager
+
+    app = FastAPI(
+        title="threadkeep gateway",
+        version=__version__,
+        summary="Paged chat history per agent and thread, behind authentication.",
+        lifespan=_lifespan(url, dict(store_options or {})),
+    )
+    app.state.threadkeep_store = store
+    app.state.threadkeep_authenticator = authenticator
+    app.state.threadkeep_agents = agents
+    app.state.threadkeep_runs = RunManager(
+        storage_agent_factory(lambda: app.state.threadkeep_store)
+    )
+    install_error_handlers(app)
+    app.include_router(history_router)
+    app.include_router(runs_router)
+    if viewer:
+        from ._viewer import mount_viewer
+
+        mount_viewer(app)
+    return app
+
+
+def _lifespan(url: str | None, options: dict[str, Any]) -> Any:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if url is None:
+            yield
+            await app.state.threadkeep_runs.drain()
+            return
+        async with open_store(url, **options) as opened:
+            app.state.threadkeep_store = opened
+            try:
+                yield
+                await app.state.threadkeep_runs.drain()  # stored before the store closes
+            finally:
+                app.state.threadkeep_store = None
+
+    return lifespan
