@@ -5,18 +5,27 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import jwt
 import pytest
 import uvicorn
+from ag_ui.core import (
+    BaseEvent,
+    RunAgentInput,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+)
 
 SECRET = "gateway-tests-shared-secret-0123456789abcdef"
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def token() -> Callable[..., str]:
     """``token(sub, tenant=..., teams=[...])``: an HS256 JWT signed with :data:`SECRET`."""
 
@@ -61,7 +70,26 @@ def _serving(app: Any) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def serve() -> Callable[[Any], Any]:
     """``with serve(app) as base_url:`` runs ``app`` on a real uvicorn on 127.0.0.1."""
     return _serving
+
+
+class EchoAgent:
+    """An AG-UI agent that answers every run with the last user message, in two deltas."""
+
+    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        yield RunStartedEvent(thread_id=input.thread_id, run_id=input.run_id)
+        said = str(input.messages[-1].content) if input.messages else ""
+        answer = f"answer-{input.run_id}"
+        yield TextMessageStartEvent(message_id=answer, role="assistant")
+        for delta in ("you said: ", said):
+            yield TextMessageContentEvent(message_id=answer, delta=delta)
+        yield TextMessageEndEvent(message_id=answer)
+        yield RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
+
+
+@pytest.fixture(scope="session")
+def echo_agent() -> EchoAgent:
+    return EchoAgent()

@@ -11,15 +11,6 @@ from uuid import uuid4
 import httpx
 import jwt
 import pytest
-from ag_ui.core import (
-    BaseEvent,
-    RunAgentInput,
-    RunFinishedEvent,
-    RunStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-)
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -29,20 +20,6 @@ from threadkeep.http import JWTAuthenticator, Principal, create_app
 AGENT = "helper"
 
 
-class EchoAgent:
-    """Answers every run with the last user message, in two deltas."""
-
-    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-        yield RunStartedEvent(thread_id=input.thread_id, run_id=input.run_id)
-        said = str(input.messages[-1].content) if input.messages else ""
-        answer = f"answer-{input.run_id}"
-        yield TextMessageStartEvent(message_id=answer, role="assistant")
-        for delta in ("you said: ", said):
-            yield TextMessageContentEvent(message_id=answer, delta=delta)
-        yield TextMessageEndEvent(message_id=answer)
-        yield RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
-
-
 @pytest.fixture
 async def store() -> AsyncIterator[Any]:
     async with open_store(f"memory://gateway-{uuid4().hex}") as opened:
@@ -50,11 +27,11 @@ async def store() -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-def gateway(store, secret) -> Any:
+def gateway(store, secret, echo_agent) -> Any:
     return create_app(
         store,
         authenticator=JWTAuthenticator.from_secret(secret),
-        agents={AGENT: EchoAgent()}.get,
+        agents={AGENT: echo_agent}.get,
     )
 
 

@@ -79,7 +79,24 @@ def create_app(
         from ._viewer import mount_viewer
 
         mount_viewer(app)
+    _document_bearer_auth(app)
     return app
+
+
+def _document_bearer_auth(app: FastAPI) -> None:
+    """Declare the bearer scheme on every route of the OpenAPI document."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = build()
+            schemes = document.setdefault("components", {}).setdefault("securitySchemes", {})
+            schemes["bearer"] = {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+            document["security"] = [{"bearer": []}]
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _lifespan(url: str | None, options: dict[str, Any]) -> Any:
