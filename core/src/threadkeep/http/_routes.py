@@ -137,7 +137,7 @@ async def run_outcome(
     run_id: Annotated[str, Path(min_length=1)],
     caller: Caller,
 ) -> RunItem:
-    """A run's outcome (``active``, ``complete``, ``interrupted``, ``error``)."""
+    """A run's outcome (``active``, ``complete``, ``interrupted``, ``errored``)."""
     store = store_of(request)
     chat, _ = await visible_thread(store, caller, agent_id, thread_id)
     return RunItem.of(await store.get_run(chat.chat_id, run_id))

@@ -197,7 +197,7 @@ class ThreadItem(_Wire):
 
 
 class RunItem(_Wire):
-    """A run's outcome: ``active``, ``complete``, ``interrupted`` or ``error``."""
+    """A run's outcome: ``active``, ``complete``, ``interrupted`` or ``errored``."""
 
     thread_id: str
     run_id: str
