@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -11,6 +12,14 @@ from uuid import uuid4
 import httpx
 import jwt
 import pytest
+from ag_ui.core import (
+    BaseEvent,
+    RunAgentInput,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    TextMessageStartEvent,
+)
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -225,3 +234,71 @@ async def test_a_custom_authenticator_and_bad_configuration(store):
         create_app(authenticator=by_api_key)
     with pytest.raises(InvalidArgument):
         Principal("")
+
+
+class SlowAgent:
+    """Streams one word, then waits (up to 30 s) for a cancel."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        yield RunStartedEvent(thread_id=input.thread_id, run_id=input.run_id)
+        yield TextMessageStartEvent(message_id=f"m-{input.run_id}", role="assistant")
+        yield TextMessageContentEvent(message_id=f"m-{input.run_id}", delta="partial")
+        self.started.set()
+        await asyncio.sleep(30)
+        yield RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
+
+
+def _run_input(key: str, run_id: str) -> dict[str, Any]:
+    return {
+        "threadId": key,
+        "runId": run_id,
+        "state": {},
+        "messages": [{"id": f"u-{run_id}", "role": "user", "content": "go"}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+
+
+async def test_cancel_stops_the_callers_run_and_keys_do_not_cross_people(store, secret, token):
+    slow = SlowAgent()
+    app = create_app(
+        store, authenticator=JWTAuthenticator.from_secret(secret), agents=lambda _: slow
+    )
+    transport = httpx.ASGITransport(app=app)
+    alice, bob = bearer(token("alice")), bearer(token("bob"))
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+        runs = f"/agents/{AGENT}/chat/runs"
+        streaming = asyncio.create_task(http.post(runs, json=_run_input("k", "r1"), headers=alice))
+        await asyncio.wait_for(slow.started.wait(), 30)
+        chat = await store.find_chat("alice", "k")
+        cancel = f"/agents/{AGENT}/chat/threads/{chat.chat_id}/runs/r1/cancel"
+        assert (await http.post(cancel, headers=bob)).status_code == 404
+        answer = await http.post(cancel, headers=alice)
+        assert answer.json() == {"cancelled": True}
+        await asyncio.wait_for(streaming, 30)
+        await app.state.threadkeep_runs.drain()
+        run = await http.get(f"/agents/{AGENT}/chat/threads/{chat.chat_id}/runs/r1", headers=alice)
+        assert run.json()["status"] == "interrupted"
+        page = (await http.get(f"/agents/{AGENT}/chat/messages", headers=alice)).json()
+        assert [m["content"] for m in page["items"]] == ["go", "partial"]
+        again = await http.post(cancel, headers=alice)
+        assert again.json() == {"cancelled": False}
+
+        # Bob's thread of the same key and run id is his own run, not a conflict with alice's.
+        slow.started.clear()
+        theirs = asyncio.create_task(http.post(runs, json=_run_input("k", "r2"), headers=alice))
+        await asyncio.wait_for(slow.started.wait(), 30)
+        slow.started.clear()
+        mine = asyncio.create_task(http.post(runs, json=_run_input("k", "r2"), headers=bob))
+        await asyncio.wait_for(slow.started.wait(), 30)
+        for user, task in (("alice", theirs), ("bob", mine)):
+            own = await store.find_chat(user, "k")
+            path = f"/agents/{AGENT}/chat/threads/{own.chat_id}/runs/r2/cancel"
+            headers = bearer(token(user))
+            assert (await http.post(path, headers=headers)).json() == {"cancelled": True}
+            await asyncio.wait_for(task, 30)
+        await app.state.threadkeep_runs.drain()

@@ -197,6 +197,7 @@ def test_viewer_shows_nothing_of_another_tenant(site, page, token):
     base, ids = site
     _open(page, base, token("alice", tenant="globex"))
     assert page.locator("#thread-list li .name").all_inner_texts() == ["GLOBEX thread"]
+    assert page.locator("#thread-list li").first.get_attribute("data-thread-id") == ids["foreign"]
     page.locator("#thread-list li").first.click()
     page.wait_for_selector("#messages article")
     text = page.locator("body").inner_text()

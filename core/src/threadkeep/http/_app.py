@@ -15,7 +15,7 @@ from .._store import Store
 from ._auth import Authenticator
 from ._errors import install_error_handlers
 from ._routes import router as history_router
-from ._runs import AgentLookup, storage_agent_factory
+from ._runs import AgentLookup, RunManagers
 from ._runs import router as runs_router
 
 __all__ = ["create_app"]
@@ -58,8 +58,6 @@ def create_app(
         raise InvalidArgument("give exactly one of store= (open) and url=")
     if not callable(authenticator):
         raise InvalidArgument("authenticator must be an async callable request -> Principal")
-    from ..agui import RunManager
-
     app = FastAPI(
         title="threadkeep gateway",
         version=__version__,
@@ -69,9 +67,7 @@ def create_app(
     app.state.threadkeep_store = store
     app.state.threadkeep_authenticator = authenticator
     app.state.threadkeep_agents = agents
-    app.state.threadkeep_runs = RunManager(
-        storage_agent_factory(lambda: app.state.threadkeep_store)
-    )
+    app.state.threadkeep_runs = RunManagers(lambda: app.state.threadkeep_store)
     install_error_handlers(app)
     app.include_router(history_router)
     app.include_router(runs_router)

@@ -14,10 +14,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from .._paging import DEFAULT_PAGE_LIMIT, ChatFilter
-from ._access import authenticated, deleted_thread, store_of, team_viewer, visible_thread
+from ._access import (
+    authenticated,
+    deleted_thread,
+    store_of,
+    team_viewer,
+    visible_thread,
+)
 from ._auth import Principal
 from ._errors import ERROR_RESPONSES, ApiError
 from ._wire import (
+    CancelOut,
     MessageItem,
     PageOut,
     RenameBody,
@@ -141,6 +148,27 @@ async def run_outcome(
     store = store_of(request)
     chat, _ = await visible_thread(store, caller, agent_id, thread_id)
     return RunItem.of(await store.get_run(chat.chat_id, run_id))
+
+
+@router.post(
+    "/threads/{thread_id}/runs/{run_id}/cancel", response_model=CancelOut, tags=["threads"]
+)
+async def cancel_run(
+    request: Request,
+    *,
+    agent_id: AgentId,
+    thread_id: ThreadId,
+    run_id: Annotated[str, Path(min_length=1)],
+    caller: Caller,
+) -> CancelOut:
+    """Stop a run this server executes for the caller (records end ``interrupted``).
+
+    The text already delivered is kept; ``cancelled`` is false if the caller has no such
+    run executing on this server.
+    """
+    chat, _ = await visible_thread(store_of(request), caller, agent_id, thread_id)
+    cancelled = request.app.state.threadkeep_runs.cancel(caller, chat.thread_id, run_id)
+    return CancelOut(cancelled=cancelled)
 
 
 @router.post("/threads/{thread_id}/start-over", response_model=StartOverOut, tags=["threads"])

@@ -21,7 +21,7 @@ from ._access import authenticated, not_found, store_of
 from ._auth import Principal
 from ._errors import ERROR_RESPONSES, ApiError
 
-__all__ = ["AgentLookup", "router", "storage_agent_factory"]
+__all__ = ["AgentLookup", "RunManagers", "router"]
 
 AgentLookup = Callable[[str], Any]
 """``agent_id -> AG-UI agent`` (anything with ``run(input) -> AsyncIterator[BaseEvent]``),
@@ -54,8 +54,6 @@ async def run_agent(
     """Run the agent on an AG-UI ``RunAgentInput`` and stream its events (SSE)."""
     from ag_ui.core import RunAgentInput, RunErrorEvent
 
-    from ..agui import RunManager
-
     store = store_of(request)
     lookup: AgentLookup | None = request.app.state.threadkeep_agents
     inner = None if lookup is None else lookup(agent_id)
@@ -66,9 +64,9 @@ async def run_agent(
     except (ValidationError, ValueError) as exc:
         raise ApiError(400, "invalid_request", f"not an AG-UI RunAgentInput: {exc}") from exc
     await _check_thread(store, caller, agent_id, run_input.thread_id)
-    manager: RunManager = request.app.state.threadkeep_runs
+    managers: RunManagers = request.app.state.threadkeep_runs
     try:
-        handle = await manager.run(run_input, caller, agent_id, inner)
+        handle = await managers.of(caller).run(run_input, agent_id, inner)
     except Conflict as exc:
         refused = RunErrorEvent(message=str(exc), code="RUN_CONFLICT")
         return StreamingResponse(iter([_sse(refused)]), media_type="text/event-stream")
@@ -80,25 +78,50 @@ async def run_agent(
     return StreamingResponse(stream(), media_type="text/event-stream")
 
 
-def storage_agent_factory(request_store: Callable[[], Any]) -> Callable[..., Any]:
-    """Return the ``RunManager`` factory: ``(principal, agent_id, inner) -> StorageAgent``.
+class RunManagers:
+    """One :class:`threadkeep.agui.RunManager` per principal.
+
+    A manager keys its runs by ``(threadId, runId)``, which are the caller's own names; one
+    manager per ``(tenant, user)`` keeps two people's keys from colliding (or one person
+    from learning, by a conflict, that another runs a thread of the same key).
 
     Args:
-        request_store: Returns the app's open store when a run starts.
+        store: Returns the app's open store when a run starts.
     """
-    from ..agui import StorageAgent
 
-    def factory(caller: Principal, agent_id: str, inner: Any) -> StorageAgent:
-        options = {"tenant_id": caller.tenant_id, "team_id": (caller.teams or (None,))[0]}
-        return StorageAgent(
-            inner,
-            request_store(),
-            user_id=caller.user_id,
-            agent_id=agent_id,
-            chat_options=options,
-        )
+    def __init__(self, store: Callable[[], Any]) -> None:
+        self._store = store
+        self._managers: dict[tuple[str | None, str], Any] = {}
 
-    return factory
+    def of(self, caller: Principal) -> Any:
+        """Return the ``RunManager`` of ``caller`` (created on first use)."""
+        from ..agui import RunManager, StorageAgent
+
+        key = (caller.tenant_id, caller.user_id)
+        if key not in self._managers:
+
+            def factory(agent_id: str, inner: Any) -> StorageAgent:
+                team = caller.teams[0] if caller.teams else None
+                return StorageAgent(
+                    inner,
+                    self._store(),
+                    user_id=caller.user_id,
+                    agent_id=agent_id,
+                    chat_options={"tenant_id": caller.tenant_id, "team_id": team},
+                )
+
+            self._managers[key] = RunManager(factory)
+        return self._managers[key]
+
+    def cancel(self, caller: Principal, key: str, run_id: str) -> bool:
+        """Cancel the caller's run ``run_id`` of thread key ``key``; ``False`` if none runs."""
+        manager = self._managers.get((caller.tenant_id, caller.user_id))
+        return bool(manager is not None and manager.cancel(key, run_id))
+
+    async def drain(self) -> None:
+        """Wait until every run started here has ended and is stored. Never raises."""
+        for manager in list(self._managers.values()):
+            await manager.drain()
 
 
 async def _check_thread(store: Any, caller: Principal, agent_id: str, key: str) -> None:

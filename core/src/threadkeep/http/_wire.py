@@ -20,6 +20,7 @@ from .._runs import Run
 
 __all__ = [
     "BoundaryItem",
+    "CancelOut",
     "ErrorBody",
     "ErrorDetail",
     "MessageItem",
@@ -235,6 +236,12 @@ class ThreadOut(_Wire):
     """One thread: the answer of rename, delete and restore."""
 
     item: ThreadItem
+
+
+class CancelOut(_Wire):
+    """Whether a run was stopped (``false``: it was not executing on this server)."""
+
+    cancelled: bool
 
 
 class StartOverOut(_Wire):
