@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "threadkeep.cli._read",
     "threadkeep.cli._archive",
     "threadkeep.cli._serve",
+    "threadkeep.cli._copy",
 )
 """Modules whose ``register(app)`` adds their commands, in help order."""
 
