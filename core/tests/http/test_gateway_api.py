@@ -302,3 +302,33 @@ async def test_cancel_stops_the_callers_run_and_keys_do_not_cross_people(store, 
             assert (await http.post(path, headers=headers)).json() == {"cancelled": True}
             await asyncio.wait_for(task, 30)
         await app.state.threadkeep_runs.drain()
+
+
+async def test_jwks_keys_are_fetched_by_kid(store, serve):
+    from jwt.algorithms import RSAAlgorithm
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(RSAAlgorithm.to_jwk(private.public_key()))
+    keys = {"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}
+
+    async def jwks(request: Any) -> JSONResponse:
+        return JSONResponse(keys)
+
+    idp = Starlette(routes=[Route("/jwks.json", jwks)])
+    with serve(idp) as issuer:
+        check = JWTAuthenticator(jwks_url=f"{issuer}/jwks.json", issuer=issuer)
+        app = create_app(store, authenticator=check)
+        claims = {"sub": "alice", "iss": issuer, "exp": time.time() + 60}
+        good = jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k1"})
+        unknown = jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k2"})
+        other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        forged = jwt.encode(claims, other, algorithm="RS256", headers={"kid": "k1"})
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+            path = f"/agents/{AGENT}/chat/threads"
+            assert (await http.get(path, headers=bearer(good))).status_code == 200
+            assert (await http.get(path, headers=bearer(unknown))).status_code == 401
+            assert (await http.get(path, headers=bearer(forged))).status_code == 401
