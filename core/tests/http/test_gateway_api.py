@@ -332,3 +332,46 @@ async def test_jwks_keys_are_fetched_by_kid(store, serve):
             assert (await http.get(path, headers=bearer(good))).status_code == 200
             assert (await http.get(path, headers=bearer(unknown))).status_code == 401
             assert (await http.get(path, headers=bearer(forged))).status_code == 401
+
+
+class CrashingAgent:
+    """Starts answering, then fails."""
+
+    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
+        yield RunStartedEvent(thread_id=input.thread_id, run_id=input.run_id)
+        yield TextMessageStartEvent(message_id=f"m-{input.run_id}", role="assistant")
+        yield TextMessageContentEvent(message_id=f"m-{input.run_id}", delta="half an ans")
+        raise RuntimeError("the model went away")
+
+
+@pytest.mark.parametrize(("on_error", "stored"), [("keep", True), ("discard", False)])
+async def test_run_options_choose_what_an_errored_turn_leaves(
+    store, secret, token, on_error, stored
+):
+    app = create_app(
+        store,
+        authenticator=JWTAuthenticator.from_secret(secret),
+        agents=lambda _: CrashingAgent(),
+        run_options={"on_error": on_error, "write_policy": "buffered"},
+    )
+    alice = bearer(token("alice"))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+        answer = await http.post(
+            f"/agents/{AGENT}/chat/runs", json=_run_input("k", "r"), headers=alice
+        )
+        assert answer.status_code == 200
+        assert '"type":"RUN_ERROR"' in answer.text
+        await app.state.threadkeep_runs.drain()
+        page = (await http.get(f"/agents/{AGENT}/chat/messages", headers=alice)).json()
+        kept = [m for m in page["items"] if m["runId"] == "r"]
+        assert bool(kept) is stored, page
+
+
+def test_bad_run_options_are_refused_when_the_app_is_built(store):
+    async def nobody(request: Any) -> None:
+        return None
+
+    for options in ({"user_id": "x"}, {"on_error": "ignore"}, {"write_policy": "often"}):
+        with pytest.raises(InvalidArgument):
+            create_app(store, authenticator=nobody, run_options=options)

@@ -36,6 +36,8 @@ def test_bad_authenticator_options_are_usage_errors(cli, memory_url, tmp_path):
         (["--auth", "threadkeep:no_such_name"], "cannot be loaded"),
         (["--jwt-secret", "short"], "at least 32 bytes"),
         (["--jwt-public-key", str(tmp_path / "missing.pem")], "missing.pem"),
+        (["--jwt-secret", "s" * 40, "--on-error", "ignore"], "on_error"),
+        (["--jwt-secret", "s" * 40, "--write-policy", "often"], "write_policy"),
     ):
         result = cli("serve", "--host", "0.0.0.0", "--url", memory_url, *args)
         assert result.exit_code == 2, (args, result.stderr)

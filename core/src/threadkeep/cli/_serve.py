@@ -102,6 +102,13 @@ def serve(
         str | None,
         typer.Option("--token-tenant", help="Without an authenticator: the local token's tenant."),
     ] = None,
+    on_error: Annotated[
+        str,
+        typer.Option("--on-error", help="An errored run: keep what it delivered, or discard it."),
+    ] = "keep",
+    write_policy: Annotated[
+        str, typer.Option("--write-policy", help="Run writes: incremental or buffered.")
+    ] = "incremental",
     viewer: Annotated[bool, typer.Option("--viewer/--no-viewer", help="Serve /viewer/.")] = True,
 ) -> None:
     """Serve the HTTP gateway (and the history viewer at /viewer/) with uvicorn."""
@@ -137,7 +144,13 @@ def serve(
         agents = getattr(agents, "get", None)
         if agents is None:
             raise CliError("--agent names neither a callable nor a mapping", exit_code=EXIT_USAGE)
-    app = create_app(url=store_url, authenticator=authenticator, agents=agents, viewer=viewer)
+    app = create_app(
+        url=store_url,
+        authenticator=authenticator,
+        agents=agents,
+        run_options={"on_error": on_error, "write_policy": write_policy},
+        viewer=viewer,
+    )
     typer.echo(f"threadkeep: serving {_redacted(store_url)} on http://{host}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)
 

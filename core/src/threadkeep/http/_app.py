@@ -28,6 +28,7 @@ def create_app(
     url: str | None = None,
     store_options: Mapping[str, Any] | None = None,
     agents: AgentLookup | None = None,
+    run_options: Mapping[str, Any] | None = None,
     viewer: bool = True,
 ) -> FastAPI:
     """Build the gateway: the history API, the AG-UI run endpoint and the history viewer.
@@ -45,14 +46,20 @@ def create_app(
         store_options: Options for ``open_store(url, ...)`` (``cursor_secret``...).
         agents: ``agent_id -> AG-UI agent`` (or ``None``) for the run endpoint; without
             it the run endpoint answers 404 for every agent.
+        run_options: ``StorageAgent`` options for every run: ``write_policy``
+            (``"incremental"``/``"buffered"``), ``on_error`` (``"keep"``, or ``"discard"``:
+            an errored turn stores nothing, SPEC section 3), ``flush_bytes``,
+            ``lease_seconds``. ``user_id``, ``agent_id`` and ``chat_options`` come from
+            the caller and the route.
         viewer: Serve the read-only history viewer page at ``/viewer/``.
 
     Returns:
         The FastAPI app; its OpenAPI document is at ``/openapi.json``.
 
     Raises:
-        InvalidArgument: If neither or both of ``store`` and ``url`` are given, or
-            ``authenticator`` is not callable.
+        InvalidArgument: If neither or both of ``store`` and ``url`` are given,
+            ``authenticator`` is not callable, or ``run_options`` names a field the route
+            sets or a value ``StorageAgent`` refuses.
     """
     if (store is None) == (url is None):
         raise InvalidArgument("give exactly one of store= (open) and url=")
@@ -67,7 +74,8 @@ def create_app(
     app.state.threadkeep_store = store
     app.state.threadkeep_authenticator = authenticator
     app.state.threadkeep_agents = agents
-    app.state.threadkeep_runs = RunManagers(lambda: app.state.threadkeep_store)
+    options = _checked_run_options(run_options)
+    app.state.threadkeep_runs = RunManagers(lambda: app.state.threadkeep_store, options)
     install_error_handlers(app)
     app.include_router(history_router)
     app.include_router(runs_router)
@@ -77,6 +85,23 @@ def create_app(
         mount_viewer(app)
     _document_bearer_auth(app)
     return app
+
+
+_RUN_OPTIONS = frozenset({"write_policy", "on_error", "flush_bytes", "owner", "lease_seconds"})
+
+
+def _checked_run_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Refuse unknown options and bad policies when the app is built, not per request."""
+    chosen = dict(options or {})
+    unknown = set(chosen) - _RUN_OPTIONS
+    if unknown:
+        msg = f"run_options: unknown {sorted(unknown)}; known: {sorted(_RUN_OPTIONS)}"
+        raise InvalidArgument(msg)
+    if chosen.get("on_error", "keep") not in ("keep", "discard"):
+        raise InvalidArgument("run_options: on_error is 'keep' or 'discard'")
+    if chosen.get("write_policy", "incremental") not in ("incremental", "buffered"):
+        raise InvalidArgument("run_options: write_policy is 'incremental' or 'buffered'")
+    return chosen
 
 
 def _document_bearer_auth(app: FastAPI) -> None:

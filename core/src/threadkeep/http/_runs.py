@@ -9,7 +9,7 @@ of a run still executing answers one ``RUN_ERROR`` with code ``RUN_CONFLICT``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -87,10 +87,13 @@ class RunManagers:
 
     Args:
         store: Returns the app's open store when a run starts.
+        options: More ``StorageAgent`` keyword arguments for every run (``write_policy``,
+            ``on_error``, ``flush_bytes``, ``lease_seconds``...).
     """
 
-    def __init__(self, store: Callable[[], Any]) -> None:
+    def __init__(self, store: Callable[[], Any], options: Mapping[str, Any] | None = None) -> None:
         self._store = store
+        self._options = dict(options or {})
         self._managers: dict[tuple[str | None, str], Any] = {}
 
     def of(self, caller: Principal) -> Any:
@@ -108,6 +111,7 @@ class RunManagers:
                     user_id=caller.user_id,
                     agent_id=agent_id,
                     chat_options={"tenant_id": caller.tenant_id, "team_id": team},
+                    **self._options,
                 )
 
             self._managers[key] = RunManager(factory)
