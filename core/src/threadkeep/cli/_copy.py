@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -85,29 +86,29 @@ async def _spool(source: Store, spool: _ChatSpool) -> None:
         cursor = page.next_cursor
 
 
+async def _batches(scan: Any, chat_id: Any) -> AsyncIterator[list[Any]]:
+    """Yield ``scan(chat_id, after_seq=..., limit=200)`` pages (messages or steps) in seq order."""
+    after = 0
+    while batch := await scan(chat_id, after_seq=after, limit=_BATCH):
+        yield batch
+        after = batch[-1].seq or after
+
+
 async def _copy_records(source: Store, target: Store, chat: Chat, counts: CopyCounts) -> set[str]:
     """Copy the chat's messages and steps; return the run ids they name."""
     runs: set[str] = set()
-    after = 0
-    while chat.status is not ChatStatus.ARCHIVED:
-        batch = await source.scan_messages(chat.chat_id, after_seq=after, limit=_BATCH)
-        if not batch:
-            break
-        counts.messages += len(batch)
-        counts.messages_copied += await target.copy_messages(chat.chat_id, batch)
-        runs.update(m.run_id for m in batch if m.run_id)
-        after = batch[-1].seq or after
-    if not (source.capabilities.steps and target.capabilities.steps):
+    if chat.status is ChatStatus.ARCHIVED:  # its records are in its bundle
         return runs
-    after = 0
-    while chat.status is not ChatStatus.ARCHIVED:
-        steps = await source.scan_steps(chat.chat_id, after_seq=after, limit=_BATCH)
-        if not steps:
-            break
-        counts.steps += len(steps)
-        counts.steps_copied += await target.copy_steps(chat.chat_id, steps)
-        runs.update(s.run_id for s in steps if s.run_id)
-        after = steps[-1].seq or after
+    both_steps = source.capabilities.steps and target.capabilities.steps
+    kinds: list[tuple[str, Any, Any]] = [("messages", source.scan_messages, target.copy_messages)]
+    if both_steps:
+        kinds.append(("steps", source.scan_steps, target.copy_steps))
+    for kind, scan, write in kinds:
+        async for batch in _batches(scan, chat.chat_id):
+            setattr(counts, kind, getattr(counts, kind) + len(batch))
+            copied = await write(chat.chat_id, batch)
+            setattr(counts, f"{kind}_copied", getattr(counts, f"{kind}_copied") + copied)
+            runs.update(record.run_id for record in batch if record.run_id)
     return runs
 
 
@@ -127,17 +128,15 @@ async def _copy_runs(
 
 async def _count(store: Store, chat: Chat) -> tuple[int, int]:
     """Return the chat's (messages, steps) stored in ``store``."""
-    totals = [0, 0]
     if chat.status is ChatStatus.ARCHIVED:
         return 0, 0
+    totals = [0, 0]
     scans: list[Any] = [store.scan_messages]
     if store.capabilities.steps:
         scans.append(store.scan_steps)
     for index, scan in enumerate(scans):
-        after = 0
-        while batch := await scan(chat.chat_id, after_seq=after, limit=_BATCH):
+        async for batch in _batches(scan, chat.chat_id):
             totals[index] += len(batch)
-            after = batch[-1].seq
     return totals[0], totals[1]
 
 
