@@ -1,0 +1,202 @@
+"""Copying records between stores exactly as stored: ids, seqs and timestamps kept.
+
+The public write path ``threadkeep copy`` needs (issue 17): every other write assigns
+store-owned fields (``chat_id``, ``seq``, ``created_at``...) itself. These methods read and
+write records whole, on the driver primitives the cold archive already uses (a driver with
+the ``archive`` capability, plus ``steps`` for steps and runs), and are idempotent by id, so
+an interrupted copy can simply run again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
+from ._models import Chat, ChatStatus, Message
+from ._runs import Run, Step
+from ._store_args import as_id
+from ._store_core import StoreCore
+
+__all__ = ["CopyOps"]
+
+_MAX_BATCH = 1000
+
+
+class CopyOps(StoreCore):
+    """Whole records in and out, for copying one store into another.
+
+    ``scan_messages`` and ``scan_steps`` read; ``copy_chat``, ``copy_messages``,
+    ``copy_steps`` and ``copy_run`` write.
+    """
+
+    def _require(self, capability: str) -> None:
+        if not getattr(self.capabilities, capability):
+            msg = f"{type(self).__name__} lacks the {capability!r} capability copying needs"
+            raise CapabilityNotSupported(msg)
+
+    async def scan_messages(
+        self, chat_id: UUID | str, *, after_seq: int = 0, limit: int = 200
+    ) -> list[Message]:
+        """Return a hot chat's messages with ``seq > after_seq``, oldest first, hidden included.
+
+        Unlike ``list_messages`` it returns soft-deleted messages too (with ``deleted_at``
+        set): a copy keeps them until ``purge``. An archived chat's messages are in its
+        bundle, not here.
+
+        Args:
+            chat_id: The chat (deleted chats included).
+            after_seq: Return messages after this seq (0: from the first).
+            limit: At most this many (1 to 1000).
+
+        Raises:
+            InvalidArgument: If ``chat_id`` is not an id or ``after_seq``/``limit`` are out of
+                range.
+            CapabilityNotSupported: If the driver lacks the ``archive`` capability.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        self._require("archive")
+        return await self._scan_messages(as_id(chat_id, "chat_id"), _seq(after_seq), _batch(limit))
+
+    async def scan_steps(
+        self, chat_id: UUID | str, *, after_seq: int = 0, limit: int = 200
+    ) -> list[Step]:
+        """Return a chat's steps with ``seq > after_seq``, oldest first.
+
+        Raises:
+            InvalidArgument: As :meth:`scan_messages`.
+            CapabilityNotSupported: If the driver lacks the ``steps`` capability.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        self._require("steps")
+        return await self._scan_steps(as_id(chat_id, "chat_id"), _seq(after_seq), _batch(limit))
+
+    async def copy_chat(self, chat: Chat) -> bool:
+        """Insert ``chat`` exactly as given, store-assigned fields included.
+
+        Its ``chat_id``, timestamps, status, archive reference and deletion are kept; the
+        store assigns only its store-wide ``seq``.
+
+        Idempotent: a chat whose ``chat_id`` is stored already is left as it is.
+
+        Args:
+            chat: The chat as read from another store.
+
+        Returns:
+            ``True`` if it was inserted, ``False`` if it was there already.
+
+        Raises:
+            Conflict: If another live chat holds its ``(user_id, thread_id)``.
+            InvalidArgument: If ``chat`` is not a ``Chat``.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        if not isinstance(chat, Chat):
+            raise InvalidArgument(f"copy_chat takes a Chat, not {type(chat).__name__}")
+        if await self._get_chat(chat.chat_id) is not None:
+            return False
+        record = self.chat_model.model_validate(chat.model_dump())
+        self.record_body(record)
+        # Inserted live (the primitive's contract), then deleted as it was: a deleted chat
+        # must not hold its key.
+        stored = await self._insert_chat(record.model_copy(update={"deleted_at": None}))
+        if stored.chat_id != chat.chat_id:
+            msg = (
+                f"chat {chat.chat_id}: the live chat {stored.chat_id} already holds user "
+                f"{chat.user_id!r}, thread {chat.thread_id!r} here"
+            )
+            raise Conflict(msg)
+        if record.deleted_at is not None:
+            await self._update_chat(record, None)
+        return True
+
+    async def copy_messages(self, chat_id: UUID | str, messages: Sequence[Message]) -> int:
+        """Insert messages exactly as given (ids, seqs, timestamps, deletion, revision).
+
+        Idempotent: messages whose ``message_id`` is stored already are skipped. The chat
+        must exist (see :meth:`copy_chat`) and not be archived.
+
+        Returns:
+            How many were inserted.
+
+        Raises:
+            InvalidArgument: If ``chat_id`` is not an id, a message has no ``seq`` or is
+                of another chat.
+            Conflict: If the chat is archived here.
+            CapabilityNotSupported: If the driver lacks the ``archive`` capability.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        self._require("archive")
+        chat_id = as_id(chat_id, "chat_id")
+        for message in messages:
+            if message.seq is None or message.chat_id not in (None, chat_id):
+                raise InvalidArgument(
+                    f"message {message.message_id} is no stored message of {chat_id}"
+                )
+        await self._require_copy_target(chat_id)
+        return await self._restore_messages(chat_id, list(messages)) if messages else 0
+
+    async def copy_steps(self, chat_id: UUID | str, steps: Sequence[Step]) -> int:
+        """Insert steps exactly as given (ids, seqs, timestamps); stored ``step_id``s skipped.
+
+        Returns:
+            How many were inserted.
+
+        Raises:
+            InvalidArgument: If ``chat_id`` is not an id or a step is of another chat.
+            CapabilityNotSupported: If the driver lacks ``steps`` or ``archive``.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        self._require("steps")
+        self._require("archive")
+        chat_id = as_id(chat_id, "chat_id")
+        if any(step.chat_id != chat_id for step in steps):
+            raise InvalidArgument(f"every step copied into chat {chat_id} must be of it")
+        await self._require_copy_target(chat_id)
+        return await self._restore_steps(chat_id, list(steps)) if steps else 0
+
+    async def copy_run(self, run: Run) -> bool:
+        """Insert a run record exactly as given (status, owner, lease, error, timestamps).
+
+        Idempotent: a run stored already (same chat and ``run_id``) is left as it is.
+
+        Returns:
+            ``True`` if it was inserted.
+
+        Raises:
+            ChatNotFound: If its chat does not exist here.
+            CapabilityNotSupported: If the driver lacks the ``steps`` capability.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        self._require("steps")
+        if not isinstance(run, Run):
+            raise InvalidArgument(f"copy_run takes a Run, not {type(run).__name__}")
+        await self._require_copy_target(run.chat_id, archived_ok=True)
+        if await self._get_run(run.chat_id, run.run_id) is not None:
+            return False
+        await self._insert_run(run)
+        return True
+
+    async def _require_copy_target(self, chat_id: UUID, *, archived_ok: bool = False) -> None:
+        chat = await self._get_chat(chat_id)
+        if chat is None:
+            raise ChatNotFound(f"no chat {chat_id} here; copy_chat it first")
+        if chat.status is ChatStatus.ARCHIVED and not archived_ok:
+            raise Conflict(f"chat {chat_id} is archived here: its records are in its bundle")
+
+
+def _seq(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgument(f"after_seq must be an integer >= 0, not {value!r}")
+    return value
+
+
+def _batch(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_BATCH:
+        raise InvalidArgument(f"limit must be an integer from 1 to {_MAX_BATCH}, not {value!r}")
+    return value
