@@ -52,7 +52,7 @@ UNITS: dict[str, str] = {
     "claude-code": "chats",
     "swe-agent": "chats",
     "openhands": "chats",
-    "auto": "files",
+    "auto": "records",
 }
 """What an importer's progress counts, by format name."""
 

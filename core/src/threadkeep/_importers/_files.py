@@ -95,3 +95,34 @@ def check_record(record: Any, where: str) -> None:
         check_content(record, "record")
     except InvalidContent as exc:
         raise InvalidContent(f"{where}: {exc}") from exc
+
+
+def find_files(root: Path, suffixes: frozenset[str]) -> list[tuple[Path, str]]:
+    """Return the files to import under ``root`` and a stable label for each.
+
+    Args:
+        root: A file (imported whatever its name), or a folder searched recursively for
+            files whose suffix is in ``suffixes``.
+        suffixes: Lower-case suffixes with the dot (``{".traj"}``).
+
+    Returns:
+        ``(path, label)`` pairs sorted by label; the label is the file name for a file and
+        the POSIX path relative to ``root`` for a folder's files (chat keys are built from
+        it, so it does not depend on the current directory).
+
+    Raises:
+        InvalidArgument: If ``root`` does not exist, or a folder holds no such file.
+    """
+    if root.is_file():
+        return [(root, root.name)]
+    if not root.is_dir():
+        raise InvalidArgument(f"{root}: no such file or directory")
+    found = sorted(
+        (path.relative_to(root).as_posix(), path)
+        for path in root.rglob("*")
+        if path.suffix.lower() in suffixes and path.is_file()
+    )
+    if not found:
+        names = ", ".join(sorted(suffixes))
+        raise InvalidArgument(f"{root} holds no file to import ({names})")
+    return [(path, label) for label, path in found]

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._boundary_rules import is_compaction
-from .._content import prepare_message, validate_model
+from .._content import dump_json, prepare_message, validate_model
 from .._errors import InvalidArgument
 from .._models import Boundary, Message
 from . import ImportReport, ProgressCallback
@@ -29,7 +29,14 @@ from .openai import _Conversation, _store_conversation
 if TYPE_CHECKING:
     from .._store import Store
 
-__all__ = ["Conversation", "check_conversations", "check_message", "store_conversations"]
+__all__ = [
+    "Conversation",
+    "bounded_fields",
+    "check_conversations",
+    "check_message",
+    "import_conversations",
+    "store_conversations",
+]
 
 Conversation = _Conversation
 """One chat to import: ``thread_id``, ``name``, ``metadata``, ``messages`` and ``where``
@@ -167,3 +174,50 @@ async def _resolved(
         raise InvalidArgument(msg)
     marker = Boundary(reason="compaction", upto_seq=stored.seq)
     return boundary.model_copy(update={"boundary": marker})
+
+
+def bounded_fields(fields: dict[str, Any], limit: int = 16 * 1024) -> dict[str, Any]:
+    """Return ``fields`` with each value whose JSON is over ``limit`` bytes replaced by a note.
+
+    Chat and message metadata is kept outside the payload and has a 1 MiB budget; a
+    recorder's bookkeeping (a patch, a tool list, a raw model response) can exceed it, so
+    such values are noted as ``{"omitted_bytes": N}`` instead (the conversation itself is
+    always kept in the messages).
+
+    Args:
+        fields: A JSON-ready mapping.
+        limit: The largest value kept whole, in UTF-8 bytes of compact JSON.
+    """
+    kept: dict[str, Any] = {}
+    for key, value in fields.items():
+        size = len(dump_json(value).encode("utf-8"))
+        kept[key] = value if size <= limit else {"omitted_bytes": size}
+    return kept
+
+
+async def import_conversations(
+    store: Store,
+    user_id: str,
+    conversations: Sequence[Conversation],
+    source: str,
+    progress: ProgressCallback | None,
+) -> ImportReport:
+    """Check every conversation (:func:`check_conversations`), then write them all.
+
+    Args:
+        store: An open store.
+        user_id: The owner of the chats.
+        conversations: Every chat of the import, messages already checked with
+            :func:`check_message`.
+        source: The file or folder name (error messages).
+        progress: See :func:`store_conversations`.
+
+    Returns:
+        The counts of what was created and what was present.
+
+    Raises:
+        InvalidArgument: See :func:`check_conversations` (nothing is written then).
+        IdempotencyConflict, ThreadkeepError: See :func:`store_conversations`.
+    """
+    check_conversations(store, user_id, conversations, source)
+    return await store_conversations(store, user_id, conversations, progress)
