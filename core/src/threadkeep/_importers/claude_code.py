@@ -148,12 +148,19 @@ def _read_with_subagents(path: Path) -> _Session:
     nested = sorted(folder.glob(f"{_AGENT_PREFIX}*.jsonl")) if folder.is_dir() else []
     for file in nested:
         session.subagents.append(_read(file, f"{path.stem}/subagents/{file.name}"))
-    session_id = session.info.get("sessionId", path.stem)
+    ids = {session.info.get("sessionId"), path.stem}  # the same in a file Claude Code wrote
     for file in sorted(path.parent.glob(f"{_AGENT_PREFIX}*.jsonl")):
-        sibling = _read(file, file.name)
-        if sibling.info.get("sessionId") == session_id:
-            session.subagents.append(sibling)
+        if _session_id(file) in ids:
+            session.subagents.append(_read(file, file.name))
     return session
+
+
+def _session_id(path: Path) -> str | None:
+    """The ``sessionId`` of a file's first line that has one (read no further)."""
+    for _, value in iter_json_lines(path):
+        if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
+            return str(value["sessionId"])
+    return None
 
 
 def _read(path: Path, label: str) -> _Session:
