@@ -87,13 +87,15 @@ class _Turn:
         self.messages: list[dict[str, Any]] = []
         self.assistant: dict[str, Any] | None = None
         self.reasonings: list[dict[str, Any]] = []
+        self.reasoning_from: int | None = None  # the position of the first pending reasoning
 
     def open_assistant(self, position: int) -> dict[str, Any]:
         if self.assistant is None:
-            self.assistant = _fields(position, "assistant")
+            start = position if self.reasoning_from is None else self.reasoning_from
+            self.assistant = _fields(start, "assistant")
             self.messages.append(self.assistant)
         self.assistant["reasonings"] += self.reasonings
-        self.reasonings = []
+        self.reasonings, self.reasoning_from = [], None
         return self.assistant
 
     def close(self) -> None:
@@ -148,6 +150,8 @@ def _item(turn: _Turn, position: int, item: dict[str, Any], where: str) -> None:
     if kind == "message":
         _message(turn, position, item, where)
     elif kind == "reasoning":
+        if turn.reasoning_from is None:
+            turn.reasoning_from = position
         turn.reasonings.append(_reasoning(item, position))
     elif isinstance(kind, str) and kind.endswith("_call_output"):
         turn.close()
