@@ -167,7 +167,11 @@ async def test_long_lines_and_edited_prompts(store, reader, tmp_path):
         _prompt("p1", None, "read it"),
         _answer("a1", "p1", "m1", [call]),
         _line(
-            type="user", uuid="r1", parentUuid="a1", message={"role": "user", "content": [result]}
+            type="user",
+            uuid="r1",
+            parentUuid="a1",
+            message={"role": "user", "content": [result]},
+            toolUseResult={"file": {"content": output}},
         ),
         _answer("a2", "r1", "m2", [{"type": "text", "text": "done"}]),
         _prompt("p2", "a2", "first wording"),
@@ -187,6 +191,10 @@ async def test_long_lines_and_edited_prompts(store, reader, tmp_path):
         ("user", "p3", "second wording", None, (), ()),
         ("assistant", "m4", "answer two", None, (), ()),
     ]
+    tool = (await reader.history(store, USER, "claude-code:big"))[2]
+    size = len(json.dumps({"file": {"content": output}}, ensure_ascii=False, separators=(",", ":")))
+    omitted = {"bytes": size + 1, "keys": ["file"]}  # "é" is two bytes of UTF-8
+    assert tool.metadata["claude_code"]["toolUseResult_omitted"] == omitted
     assert await reader.records(store, USER, "claude-code:big#branch-p2") == [
         ("user", "p2", "first wording", None, (), ()),
         ("assistant", "m3", "answer one", None, (), ()),

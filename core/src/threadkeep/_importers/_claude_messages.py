@@ -20,8 +20,9 @@ from .._errors import InvalidArgument
 from .._models import Message
 from ._claude_tree import Line
 from ._jsontext import js_stringify
+from ._write import bounded_fields
 
-__all__ = ["MAX_KEPT_RESULT_BYTES", "chat_messages"]
+__all__ = ["MAX_KEPT_RESULT_BYTES", "chat_messages", "trim_result"]
 
 MAX_KEPT_RESULT_BYTES = 64 * 1024
 """A line's ``toolUseResult`` (the tool's structured output, mostly a copy of the result
@@ -30,7 +31,7 @@ keys (the result text itself is always kept, as the tool message's content)."""
 
 _SESSION_KEYS = frozenset(
     {"message", "type", "uuid", "parentUuid", "sessionId", "cwd", "version", "gitBranch"}
-    | {"userType", "isSidechain", "toolUseResult", "slug"}
+    | {"userType", "isSidechain", "toolUseResult", "toolUseResult_omitted", "slug"}
 )
 
 
@@ -88,7 +89,7 @@ def chat_messages(lines: list[Line], where: str) -> list[Message]:
 
 
 def _metadata(line: Line, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    kept = {k: v for k, v in line.data.items() if k not in _SESSION_KEYS}
+    kept = bounded_fields({k: v for k, v in line.data.items() if k not in _SESSION_KEYS})
     kept["uuid"] = line.uuid
     if line.parent is not None:
         kept["parentUuid"] = line.parent
@@ -275,9 +276,9 @@ def _tool_message(
     if call is not None and is_error:
         call["status"] = "errored"
     extra: dict[str, Any] = {"is_error": True} if is_error else {}
-    result = line.data.get("toolUseResult")
-    if result is not None:
-        extra.update(_kept_result(result))
+    for key in ("toolUseResult", "toolUseResult_omitted"):
+        if key in line.data:
+            extra[key] = line.data[key]
     metadata = _metadata(line, extra)
     if len(texts) > 1:
         metadata["text_part_lengths"] = [len(text) for text in texts]
@@ -311,12 +312,22 @@ def _result_content(value: Any, where: str) -> tuple[list[str], list[dict[str, A
     return texts, parts
 
 
-def _kept_result(result: Any) -> dict[str, Any]:
+def trim_result(line: dict[str, Any]) -> dict[str, Any]:
+    """Return ``line`` with a ``toolUseResult`` over :data:`MAX_KEPT_RESULT_BYTES` noted.
+
+    Done as each line is read, so a large copy of a tool's output is not held in memory;
+    the note (``toolUseResult_omitted``) gives its size in bytes and its keys.
+    """
+    result = line.get("toolUseResult")
+    if result is None:
+        return line
     size = len(dump_json(result).encode("utf-8"))
     if size <= MAX_KEPT_RESULT_BYTES:
-        return {"toolUseResult": result}
+        return line
     keys = sorted(result) if isinstance(result, dict) else []
-    return {"toolUseResult_omitted": {"bytes": size, "keys": keys}}
+    trimmed = {k: v for k, v in line.items() if k != "toolUseResult"}
+    trimmed["toolUseResult_omitted"] = {"bytes": size, "keys": keys}
+    return trimmed
 
 
 def _system(builder: _Builder, line: Line) -> None:

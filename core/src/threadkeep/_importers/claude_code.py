@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import InvalidArgument
 from .._models import Message
 from . import ImportReport, ProgressCallback
-from ._claude_messages import chat_messages
+from ._claude_messages import chat_messages, trim_result
 from ._claude_tree import Line, split_branches
 from ._files import check_record
 from ._jsonl import iter_json_lines
@@ -184,8 +184,8 @@ def _take(session: _Session, number: int, value: dict[str, Any], where: str) -> 
         if key not in session.info and isinstance(value.get(key), str):
             session.info[key] = value[key]
     if kind in _MESSAGE_TYPES:
-        session.lines.append(_line(number, value, where))
         _note_agent(session, value)
+        session.lines.append(_line(number, trim_result(value), where))
         return
     session.skipped[str(kind)] += 1
     if kind == "summary" and isinstance(value.get("leafUuid"), str):
