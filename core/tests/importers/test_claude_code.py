@@ -236,6 +236,41 @@ async def test_old_layout_subagent_is_linked_by_its_prompt(store, reader, tmp_pa
     assert parent_call.model_extra == {"subagent_thread_id": "claude-code:main/agent-77"}
 
 
+async def test_inline_sidechain_lines_become_subagent_chats(store, reader, tmp_path):
+    task = {"type": "tool_use", "id": "tk", "name": "Task", "input": {"prompt": "dig"}}
+    result = {"type": "tool_result", "tool_use_id": "tk", "content": "dug"}
+    side = {"isSidechain": True}
+    lines = [
+        _prompt("p1", None, "delegate"),
+        _answer("a1", "p1", "m1", [task]),
+        json.dumps(json.loads(_prompt("s1", "a1", "dig")) | side),
+        json.dumps(json.loads(_answer("s2", "s1", "ms", [{"type": "text", "text": "dug"}])) | side),
+        _line(
+            type="user", uuid="r1", parentUuid="s2", message={"role": "user", "content": [result]}
+        ),
+        _answer("a2", "r1", "m2", [{"type": "text", "text": "it dug"}]),
+    ]
+    (tmp_path / "old.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    await import_claude_code(store, tmp_path / "old.jsonl", user_id=USER)
+    assert await reader.threads(store, USER) == [
+        "claude-code:old",
+        "claude-code:old/agent-sidechain-s1",
+    ]
+    assert [m.agui_id for m in await reader.history(store, USER, "claude-code:old")] == [
+        "p1",
+        "m1",
+        "r1#0",
+        "m2",
+    ]
+    assert await reader.records(store, USER, "claude-code:old/agent-sidechain-s1") == [
+        ("user", "s1", "dig", None, (), ()),
+        ("assistant", "ms", "dug", None, (), ()),
+    ]
+    sub = await store.find_chat(USER, "claude-code:old/agent-sidechain-s1")
+    assert sub is not None
+    assert sub.metadata["claude_code"]["parent_tool_call_id"] == "tk"  # by its prompt
+
+
 @pytest.mark.parametrize(
     ("bad_line", "needles"),
     [

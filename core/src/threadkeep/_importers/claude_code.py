@@ -13,7 +13,9 @@ Chats and keys (deterministic, so importing again changes nothing):
   chat ``claude-code:<session>#branch-<uuid of its first line>``, holding the lines after its
   fork point, with ``metadata["claude_code"]["fork_after"]`` naming the line it forked after
   (see :mod:`threadkeep._importers._claude_tree` for the rule);
-- a subagent is the chat ``claude-code:<session>/agent-<agentId>``; its metadata names the
+- a subagent is the chat ``claude-code:<session>/agent-<agentId>`` (sidechain lines inside
+  the session file, as older versions wrote them, too: per ``agentId``, else per sidechain
+  tree, ``agent-sidechain-<uuid of its root>``); its metadata names the
   parent chat and the ``Task`` tool call that started it, and that call carries
   ``subagent_thread_id`` (the link is the result's ``toolUseResult.agentId``, else a
   ``progress`` line's ``parentToolUseID``, else the call whose ``prompt`` is the subagent's
@@ -68,6 +70,9 @@ class _Session:
     titles: dict[str, str] = field(default_factory=dict)
     agent_calls: dict[str, str] = field(default_factory=dict)
     subagents: list[_Session] = field(default_factory=list)
+    inline: dict[str, _Session] | None = None
+    """Sidechain lines inside a session file (older versions), by ``agentId``; ``None`` in
+    a subagent file, whose lines are all its own."""
 
 
 async def import_claude_code(
@@ -141,9 +146,10 @@ def _top_level(folder: Path) -> list[Path]:
 
 
 def _read_with_subagents(path: Path) -> _Session:
-    session = _read(path, path.name)
     if path.name.startswith(_AGENT_PREFIX):
-        return session  # a subagent file named directly: a chat of its own
+        return _read(path, path.name)  # a subagent file named directly: a chat of its own
+    session = _read(path, path.name, inline=True)
+    session.subagents += _inline_agents(session)
     folder = path.parent / path.stem / "subagents"
     nested = sorted(folder.glob(f"{_AGENT_PREFIX}*.jsonl")) if folder.is_dir() else []
     for file in nested:
@@ -155,6 +161,36 @@ def _read_with_subagents(path: Path) -> _Session:
     return session
 
 
+def _inline_agents(session: _Session) -> list[_Session]:
+    """Sessions of the sidechain lines of a session file: one per ``agentId``, else per tree."""
+    agents: list[_Session] = []
+    for key, sidechain in sorted((session.inline or {}).items()):
+        if key:
+            agents.append(sidechain)
+            continue
+        trees: dict[str, _Session] = {}
+        members = {line.uuid for line in sidechain.lines}
+        for line in sidechain.lines:
+            root = _root(line.uuid, session.parents, members)
+            tree = trees.setdefault(root, _Session(session.path, session.label))
+            tree.parents, tree.info = (
+                session.parents,
+                {**sidechain.info, "agentId": f"sidechain-{root}"},
+            )
+            tree.lines.append(line)
+        agents += trees.values()
+    return agents
+
+
+def _root(uuid: str, parents: dict[str, str | None], members: set[str]) -> str:
+    """The topmost sidechain line above ``uuid`` (the walk stops at the session's lines)."""
+    seen = {uuid}
+    while (parent := parents.get(uuid)) in members and parent not in seen:
+        seen.add(parent)
+        uuid = parent
+    return uuid
+
+
 def _session_id(path: Path) -> str | None:
     """The ``sessionId`` of a file's first line that has one (read no further)."""
     for _, value in iter_json_lines(path):
@@ -163,8 +199,8 @@ def _session_id(path: Path) -> str | None:
     return None
 
 
-def _read(path: Path, label: str) -> _Session:
-    session = _Session(path, label)
+def _read(path: Path, label: str, *, inline: bool = False) -> _Session:
+    session = _Session(path, label, inline={} if inline else None)
     for number, value in iter_json_lines(path):
         where = f"{label}: line {number}"
         if not isinstance(value, dict):
@@ -180,12 +216,18 @@ def _take(session: _Session, number: int, value: dict[str, Any], where: str) -> 
     parent = value.get("parentUuid") or value.get("logicalParentUuid")
     if isinstance(uuid, str) and uuid:
         session.parents[uuid] = parent if isinstance(parent, str) else None
+    target = session
+    if session.inline is not None and value.get("isSidechain") is True and kind in _MESSAGE_TYPES:
+        agent = value.get("agentId")
+        key = agent if isinstance(agent, str) and agent else ""
+        target = session.inline.setdefault(key, _Session(session.path, session.label))
+        target.parents = session.parents  # one tree: a sidechain hangs off the session
     for key in ("sessionId", "cwd", "version", "gitBranch", "agentId"):
-        if key not in session.info and isinstance(value.get(key), str):
-            session.info[key] = value[key]
+        if key not in target.info and isinstance(value.get(key), str):
+            target.info[key] = value[key]
     if kind in _MESSAGE_TYPES:
         _note_agent(session, value)
-        session.lines.append(_line(number, trim_result(value), where))
+        target.lines.append(_line(number, trim_result(value), where))
         return
     session.skipped[str(kind)] += 1
     if kind == "summary" and isinstance(value.get("leafUuid"), str):
