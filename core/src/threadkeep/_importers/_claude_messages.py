@@ -12,13 +12,13 @@ next line carries.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from .._content import dump_json, validate_model
 from .._errors import InvalidArgument
 from .._models import Message
 from ._claude_tree import Line
+from ._files import aware_timestamp
 from ._jsontext import js_stringify
 from ._write import bounded_fields
 
@@ -96,18 +96,6 @@ def _metadata(line: Line, extra: dict[str, Any] | None = None) -> dict[str, Any]
     return {"claude_code": {**kept, **(extra or {})}}
 
 
-def _created_at(line: Line) -> datetime | None:
-    """The line's ``timestamp`` (informational; kept in metadata too), if it parses."""
-    stamp = line.data.get("timestamp")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
-
-
 def _blocks(line: Line, builder: _Builder) -> list[Any]:
     message = line.data.get("message")
     if not isinstance(message, dict):
@@ -137,7 +125,7 @@ def _assistant(builder: _Builder, line: Line) -> None:
                 "parts": [],
                 "tool_calls": [],
                 "reasonings": [],
-                "created_at": _created_at(line),
+                "created_at": aware_timestamp(line.data.get("timestamp")),
                 "metadata": _metadata(line, {"message": api}),
             },
             line,
@@ -260,7 +248,13 @@ def _user(builder: _Builder, line: Line) -> None:
             metadata["text_part_lengths"] = [len(text) for text in texts]
         fields = {"agui_id": line.uuid, "role": "user", "content": "".join(texts)}
         builder.add(
-            {**fields, "parts": parts, "created_at": _created_at(line), "metadata": metadata}, line
+            {
+                **fields,
+                "parts": parts,
+                "created_at": aware_timestamp(line.data.get("timestamp")),
+                "metadata": metadata,
+            },
+            line,
         )
 
 
@@ -288,7 +282,7 @@ def _tool_message(
         "content": "".join(texts),
         "parts": parts,
         "tool_call_ref": call_id,
-        "created_at": _created_at(line),
+        "created_at": aware_timestamp(line.data.get("timestamp")),
         "metadata": metadata,
     }
 
@@ -337,7 +331,7 @@ def _system(builder: _Builder, line: Line) -> None:
         "agui_id": line.uuid,
         "role": "system",
         "content": content if isinstance(content, str) else "",
-        "created_at": _created_at(line),
+        "created_at": aware_timestamp(line.data.get("timestamp")),
         "metadata": _metadata(line),
     }
     if line.data.get("subtype") == "compact_boundary" and builder.messages:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._content import check_content
 from .._errors import InvalidArgument, InvalidContent
 
-__all__ = ["check_record", "read_records"]
+__all__ = ["aware_timestamp", "check_record", "find_files", "read_records"]
 
 
 def read_records(path: Path) -> tuple[list[Any], list[int | None]]:
@@ -126,3 +127,19 @@ def find_files(root: Path, suffixes: frozenset[str]) -> list[tuple[Path, str]]:
         names = ", ".join(sorted(suffixes))
         raise InvalidArgument(f"{root} holds no file to import ({names})")
     return [(path, label) for label, path in found]
+
+
+def aware_timestamp(value: Any) -> datetime | None:
+    """Return an ISO 8601 timestamp with a time zone as a ``datetime``, else ``None``.
+
+    Recorders' timestamps become a message's ``created_at`` (informational, never the
+    order); a naive one (no zone: which clock?) or one that does not parse gives ``None``,
+    and the importers keep the text in metadata either way.
+    """
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None

@@ -15,8 +15,10 @@ its deterministic ``agui_id``, so a re-import computes the same boundary).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from os import PathLike
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._boundary_rules import is_compaction
@@ -24,6 +26,7 @@ from .._content import dump_json, prepare_message, validate_model
 from .._errors import InvalidArgument
 from .._models import Boundary, Message
 from . import ImportReport, ProgressCallback
+from ._files import find_files
 from .openai import _Conversation, _store_conversation
 
 if TYPE_CHECKING:
@@ -35,6 +38,7 @@ __all__ = [
     "check_conversations",
     "check_message",
     "import_conversations",
+    "import_files",
     "store_conversations",
 ]
 
@@ -221,3 +225,42 @@ async def import_conversations(
     """
     check_conversations(store, user_id, conversations, source)
     return await store_conversations(store, user_id, conversations, progress)
+
+
+Convert = Callable[[Path, str, int], list[Conversation]]
+"""``convert(file, label, max_message_bytes)``: the conversations of one file, checked."""
+
+
+async def import_files(
+    store: Store,
+    path: str | PathLike[str],
+    *,
+    user_id: str,
+    progress: ProgressCallback | None,
+    suffixes: frozenset[str],
+    convert: Convert,
+) -> ImportReport:
+    """Convert a file, or every file with one of ``suffixes`` under a folder, then import.
+
+    Args:
+        store: An open store.
+        path: A file (whatever its name) or a folder (searched recursively).
+        user_id: The owner of the chats.
+        progress: See :func:`store_conversations`.
+        suffixes: The suffixes of a folder's files to read (``{".traj"}``).
+        convert: Turns one file into its conversations (see :data:`Convert`); its label
+            is the file name, or the path inside the folder (:func:`find_files`).
+
+    Returns:
+        The counts of what was created and what was present.
+
+    Raises:
+        InvalidArgument: If nothing is found, or ``convert`` or the checks refuse a file
+            (nothing is written then).
+        IdempotencyConflict, ThreadkeepError: See :func:`store_conversations`.
+    """
+    root = Path(path)
+    conversations: list[Conversation] = []
+    for file, label in find_files(root, suffixes):
+        conversations += convert(file, label, store.max_message_bytes)
+    return await import_conversations(store, user_id, conversations, root.name, progress)

@@ -45,7 +45,7 @@ from ._claude_messages import chat_messages, trim_result
 from ._claude_tree import Line, split_branches
 from ._files import check_record
 from ._jsonl import iter_json_lines
-from ._write import Conversation, check_conversations, check_message, store_conversations
+from ._write import Conversation, check_message, import_conversations
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -111,11 +111,10 @@ async def import_claude_code(
     conversations: list[Conversation] = []
     for session in sessions:
         conversations += _session_conversations(session, store.max_message_bytes)
-    check_conversations(store, user_id, conversations, root.name)
     for session in sessions:
         if session.skipped:
             _log.info("%s: skipped lines by type: %s", session.label, dict(session.skipped))
-    return await store_conversations(store, user_id, conversations, progress)
+    return await import_conversations(store, user_id, conversations, root.name, progress)
 
 
 def session_files(root: Path) -> list[Path]:

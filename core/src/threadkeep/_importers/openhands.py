@@ -27,7 +27,6 @@ file of records; message ids are ``openhands:<event id>``.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,9 +35,9 @@ from .._content import validate_model
 from .._errors import InvalidArgument
 from .._models import Message
 from . import ImportReport, ProgressCallback
-from ._files import check_record, find_files, read_records
+from ._files import aware_timestamp, check_record, read_records
 from ._jsontext import js_stringify
-from ._write import Conversation, bounded_fields, check_message, import_conversations
+from ._write import Conversation, bounded_fields, check_message, import_files
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -79,11 +78,14 @@ async def import_openhands(
         InvalidContent / PayloadTooLarge: If an event holds what no store can keep.
         IdempotencyConflict: If a chat was imported before with other content.
     """
-    root = Path(path)
-    conversations: list[Conversation] = []
-    for file, label in find_files(root, _SUFFIXES):
-        conversations += _file_conversations(file, label, store.max_message_bytes)
-    return await import_conversations(store, user_id, conversations, root.name, progress)
+    return await import_files(
+        store,
+        path,
+        user_id=user_id,
+        progress=progress,
+        suffixes=_SUFFIXES,
+        convert=_file_conversations,
+    )
 
 
 def is_event(value: Any) -> bool:
@@ -217,19 +219,9 @@ def _base(event: dict[str, Any], role: str, content: str) -> dict[str, Any]:
         "content": content,
         "parts": [],
         "tool_calls": [],
-        "created_at": _created_at(event.get("timestamp")),
+        "created_at": aware_timestamp(event.get("timestamp")),
         "metadata": {"openhands": bounded_fields(keep)},
     }
-
-
-def _created_at(stamp: Any) -> datetime | None:
-    if not isinstance(stamp, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(stamp)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None  # naive stamps stay in metadata
 
 
 def _action(stream: _Stream, event: dict[str, Any], kind: str, where: str) -> None:

@@ -26,13 +26,12 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._content import validate_model
 from .._errors import InvalidArgument
 from .._models import Message
 from . import ImportReport, ProgressCallback
-from ._files import check_record, find_files, read_records
-from ._write import Conversation, bounded_fields, check_message, import_conversations
-from .openai import _content, _tool_calls
+from ._files import check_record, read_records
+from ._write import Conversation, bounded_fields, check_message, import_files
+from .openai import convert_message
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -40,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["import_swe_agent", "trajectory_conversation"]
 
 _SUFFIXES = frozenset({".traj"})
-_ROLES = frozenset({"system", "user", "assistant", "tool", "developer"})
 
 
 async def import_swe_agent(
@@ -71,14 +69,21 @@ async def import_swe_agent(
         InvalidContent / PayloadTooLarge: If an entry holds what no store can keep.
         IdempotencyConflict: If a chat was imported before with other content.
     """
-    root = Path(path)
-    conversations = []
-    for file, label in find_files(root, _SUFFIXES):
-        records, _ = read_records(file)
-        if len(records) != 1:
-            raise InvalidArgument(f"{label} holds {len(records)} records; a .traj file is one")
-        conversations.append(trajectory_conversation(records[0], label, store.max_message_bytes))
-    return await import_conversations(store, user_id, conversations, root.name, progress)
+    return await import_files(
+        store,
+        path,
+        user_id=user_id,
+        progress=progress,
+        suffixes=_SUFFIXES,
+        convert=_file_conversations,
+    )
+
+
+def _file_conversations(file: Path, label: str, max_message_bytes: int) -> list[Conversation]:
+    records, _ = read_records(file)
+    if len(records) != 1:
+        raise InvalidArgument(f"{label} holds {len(records)} records; a .traj file is one")
+    return [trajectory_conversation(records[0], label, max_message_bytes)]
 
 
 def trajectory_conversation(record: Any, label: str, max_message_bytes: int) -> Conversation:
@@ -118,39 +123,23 @@ def trajectory_conversation(record: Any, label: str, max_message_bytes: int) -> 
 
 
 def _history_message(entry: Any, position: int, where: str) -> Message:
+    """One ``history`` entry: a chat-completions message with SWE-agent's own fields."""
     if not isinstance(entry, dict):
         raise InvalidArgument(f"{where} is a {type(entry).__name__}, not a JSON object")
-    role = entry.get("role")
-    if role not in _ROLES:
-        raise InvalidArgument(
-            f"{where} has role {role!r}; expected one of: {', '.join(sorted(_ROLES))}"
-        )
-    content, parts, lengths = _content(entry.get("content"), where)
     ids = entry.get("tool_call_ids")
     if ids is not None and (not isinstance(ids, list) or not all(isinstance(i, str) for i in ids)):
         raise InvalidArgument(f"{where}: tool_call_ids is not a list of strings")
-    extras = {
-        k: v
-        for k, v in entry.items()
-        if k not in {"role", "content", "tool_calls", "tool_call_ids"}
-        or (k == "tool_call_ids" and len(ids or []) > 1)
-    }
-    metadata: dict[str, Any] = {"swe_agent": bounded_fields(extras)} if extras else {}
-    if len(lengths) > 1:
-        metadata["text_part_lengths"] = lengths
-    data = {
-        "agui_id": f"swe-agent:{position}",
-        "role": role,
-        "content": content,
-        "parts": parts,
-        "tool_calls": _tool_calls(entry.get("tool_calls"), where),
-        "tool_call_ref": ids[0] if ids else None,
-        "metadata": metadata,
-    }
-    try:
-        return validate_model(Message, data)
-    except InvalidArgument as exc:
-        raise InvalidArgument(f"{where}: {exc}") from exc
+    chat_entry = {k: v for k, v in entry.items() if k != "tool_call_ids"}
+    if ids:
+        chat_entry["tool_call_id"] = ids[0]
+    message = convert_message(chat_entry, position, where=where)
+    extras = message.metadata.pop("openai", {})
+    if ids and len(ids) > 1:
+        extras["tool_call_ids"] = ids
+    if extras:
+        message.metadata["swe_agent"] = bounded_fields(extras)
+    message.agui_id = f"swe-agent:{position}"
+    return message
 
 
 def _steps(steps: list[Any], label: str) -> list[Message]:
