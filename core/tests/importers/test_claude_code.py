@@ -201,6 +201,15 @@ async def test_long_lines_and_edited_prompts(store, reader, tmp_path):
     ]
 
 
+async def test_an_api_error_message_is_errored(store, reader, tmp_path):
+    failed = json.loads(_answer("a1", "p1", "m1", [{"type": "text", "text": "API Error: 529"}]))
+    lines = [_prompt("p1", None, "hi"), json.dumps(failed | {"isApiErrorMessage": True})]
+    (tmp_path / "e.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    await import_claude_code(store, tmp_path / "e.jsonl", user_id=USER)
+    answer = (await reader.history(store, USER, "claude-code:e"))[1]
+    assert (answer.content, answer.status.value) == ("API Error: 529", "errored")
+
+
 async def test_old_layout_subagent_is_linked_by_its_prompt(store, reader, tmp_path):
     task = {"type": "tool_use", "id": "tk", "name": "Task", "input": {"prompt": "look around"}}
     result = {"type": "tool_result", "tool_use_id": "tk", "content": "seen"}

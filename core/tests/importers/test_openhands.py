@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from threadkeep import InvalidArgument
 from threadkeep._importers.openhands import import_openhands
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 USER = "u"
 EVENTS = [
@@ -124,6 +127,17 @@ async def test_evaluation_records_are_one_chat_each(store, reader, tmp_path):
     chat = await store.find_chat(USER, "openhands:output.jsonl:repo__1")
     assert chat is not None
     assert chat.metadata["openhands"]["record"] == {"instance_id": "repo__1"}
+
+
+async def test_a_file_store_folder_is_one_stream_per_directory(store, reader, tmp_path):
+    events = json.loads((FIXTURES / "openhands/events.json").read_text(encoding="utf-8"))
+    folder = tmp_path / "sessions" / "abc" / "events"
+    folder.mkdir(parents=True)
+    for event in events:  # one file per event, as OpenHands' file store keeps them
+        (folder / f"{event['id']}.json").write_text(json.dumps(event), encoding="utf-8")
+    report = await import_openhands(store, tmp_path / "sessions", user_id=USER)
+    assert report.chats_created == 1
+    assert await reader.records(store, USER, "openhands:abc/events/") == EVENTS
 
 
 @pytest.mark.parametrize(

@@ -139,6 +139,8 @@ def _assistant(builder: _Builder, line: Line) -> None:
             extra["message"]["usage"] = usage
     for index, block in enumerate(blocks):
         _assistant_block(builder, line, message, block, index)
+    if line.data.get("isApiErrorMessage") is True:  # Claude Code's note of a failed request
+        message["status"] = "errored"
     usage = message["metadata"]["claude_code"]["message"].get("usage")
     tokens = usage.get("output_tokens") if isinstance(usage, dict) else None
     if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:

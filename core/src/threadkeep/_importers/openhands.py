@@ -21,23 +21,25 @@ is an action (``action`` + ``args``) or an observation (``observation`` + ``cont
 
 Keys (importing again changes nothing): the chat is ``openhands:<label>`` (the file name, or
 its path inside the folder given), ``openhands:<label>:<instance_id or record index>`` for a
-file of records; message ids are ``openhands:<event id>``.
+file of records; message ids are ``openhands:<event id>``. In a folder, one-event files (the
+file store's ``<session>/events/<id>.json``) are one stream per directory, in ``id`` order:
+the chat ``openhands:<directory path inside the folder>/``.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from os import PathLike
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from .._content import validate_model
 from .._errors import InvalidArgument
 from .._models import Message
 from . import ImportReport, ProgressCallback
-from ._files import aware_timestamp, check_record, read_records
+from ._files import aware_timestamp, check_record, find_files, read_records
 from ._jsontext import js_stringify
-from ._write import Conversation, bounded_fields, check_message, import_files
+from ._write import Conversation, bounded_fields, check_message, import_conversations
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -78,14 +80,9 @@ async def import_openhands(
         InvalidContent / PayloadTooLarge: If an event holds what no store can keep.
         IdempotencyConflict: If a chat was imported before with other content.
     """
-    return await import_files(
-        store,
-        path,
-        user_id=user_id,
-        progress=progress,
-        suffixes=_SUFFIXES,
-        convert=_file_conversations,
-    )
+    root = Path(path)
+    conversations = _conversations(root, store.max_message_bytes)
+    return await import_conversations(store, user_id, conversations, root.name, progress)
 
 
 def is_event(value: Any) -> bool:
@@ -95,8 +92,33 @@ def is_event(value: Any) -> bool:
     )
 
 
-def _file_conversations(path: Path, label: str, max_bytes: int) -> list[Conversation]:
-    records, lines = read_records(path)
+def _conversations(root: Path, max_bytes: int) -> list[Conversation]:
+    """Every stream under ``root``; a folder of one-event files is one stream.
+
+    OpenHands' file store keeps a session as ``<session>/events/<id>.json``, one event per
+    file: in a folder, the one-event files of each directory are one stream, in ``id``
+    order, keyed by the directory's path inside the folder.
+    """
+    conversations: list[Conversation] = []
+    folders: dict[str, list[Any]] = {}
+    for file, label in find_files(root, _SUFFIXES):
+        records, lines = read_records(file)
+        if root.is_dir() and len(records) == 1 and is_event(records[0]):
+            check_record(records[0], label)
+            parent = PurePosixPath(label).parent.as_posix()
+            folders.setdefault(root.name if parent == "." else parent, []).append(records[0])
+        else:
+            conversations += _file_conversations(records, lines, label, max_bytes)
+    for folder, events in sorted(folders.items()):
+        events.sort(key=lambda event: (not isinstance(event["id"], int), event["id"]))
+        thread_id = f"openhands:{folder}/"
+        conversations.append(events_conversation(events, f"{folder}/", thread_id, max_bytes))
+    return conversations
+
+
+def _file_conversations(
+    records: list[Any], lines: list[int | None], label: str, max_bytes: int
+) -> list[Conversation]:
     if len(records) == 1 and isinstance(records[0], list):
         records = records[0]
     if records and all(is_event(r) for r in records):
