@@ -54,6 +54,7 @@ def test_fixtures_are_detected(name, expected):
             "openhands",
         ),
         (json.dumps({"type": "summary", "summary": "s", "leafUuid": "u"}), "claude-code"),
+        (json.dumps({"history": [[{"id": 1, "action": "run"}, {"id": 2}]]}), "openhands"),
         (json.dumps({"hello": "world"}), None),
         ("just text", None),
         ("", None),

@@ -210,6 +210,24 @@ async def test_an_api_error_message_is_errored(store, reader, tmp_path):
     assert (answer.content, answer.status.value) == ("API Error: 529", "errored")
 
 
+async def test_repeated_lines_are_counted_or_kept_apart(store, reader, tmp_path):
+    answer = _answer("a1", "p1", "m1", [{"type": "text", "text": "one"}])
+    other = _answer("a1", "p1", "m9", [{"type": "text", "text": "other"}])
+    lines = [_prompt("p1", None, "hi"), answer, answer, other]
+    (tmp_path / "d.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    await import_claude_code(store, tmp_path / "d.jsonl", user_id=USER)
+    assert await reader.records(store, USER, "claude-code:d") == [
+        ("user", "p1", "hi", None, (), ()),
+        ("assistant", "m9", "other", None, (), ()),
+    ]
+    assert await reader.records(store, USER, "claude-code:d#branch-a1") == [
+        ("assistant", "m1", "one", None, (), ())
+    ]
+    chat = await store.find_chat(USER, "claude-code:d")
+    assert chat is not None
+    assert chat.metadata["claude_code"]["skipped_lines"] == {"duplicate": 1}
+
+
 async def test_old_layout_subagent_is_linked_by_its_prompt(store, reader, tmp_path):
     task = {"type": "tool_use", "id": "tk", "name": "Task", "input": {"prompt": "look around"}}
     result = {"type": "tool_result", "tool_use_id": "tk", "content": "seen"}

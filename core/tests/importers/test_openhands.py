@@ -140,6 +140,25 @@ async def test_a_file_store_folder_is_one_stream_per_directory(store, reader, tm
     assert await reader.records(store, USER, "openhands:abc/events/") == EVENTS
 
 
+async def test_history_of_pairs_is_flattened(store, reader, tmp_path):
+    action = {"id": 1, "source": "agent", "action": "run", "args": {"command": "ls"}}
+    observation = {"id": 2, "source": "agent", "observation": "run", "content": "a", "cause": 1}
+    path = tmp_path / "pairs.json"
+    path.write_text(json.dumps({"instance_id": "x", "history": [[action, observation]]}))
+    await import_openhands(store, path, user_id=USER)
+    assert await reader.records(store, USER, "openhands:pairs.json:x") == [
+        (
+            "assistant",
+            "openhands:1",
+            "",
+            None,
+            (("openhands:1", "run", '{"command":"ls"}', "complete"),),
+            (),
+        ),
+        ("tool", "openhands:2", "a", "openhands:1", (), ()),
+    ]
+
+
 @pytest.mark.parametrize(
     ("document", "needles"),
     [

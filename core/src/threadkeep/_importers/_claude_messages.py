@@ -156,6 +156,9 @@ def _assistant_block(
     kind = block["type"]
     if kind == "text":
         message["content"] += _text(block, "text", where)
+        details = {k: v for k, v in block.items() if k not in {"type", "text"} and v}
+        if details:  # citations and the like: kept beside the text
+            message["parts"].append({"type": "custom", "name": "text_details", "value": details})
     elif kind in {"thinking", "redacted_thinking"}:
         message["reasonings"].append(_reasoning(block, kind, message, where))
     elif kind in {"tool_use", "server_tool_use"}:

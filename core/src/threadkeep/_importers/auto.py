@@ -117,8 +117,13 @@ def _claude(v: dict[str, Any]) -> bool:
 
 
 def _openhands(v: dict[str, Any]) -> bool:
-    lists = [v.get(key) for key in ("history", "events")]
-    return is_event(v) or any(isinstance(x, list) and x and is_event(x[0]) for x in lists)
+    firsts = [_first(_first(v.get(key))) for key in ("history", "events")]
+    return is_event(v) or any(is_event(first) for first in firsts)
+
+
+def _first(value: Any) -> Any:
+    """The first item of a non-empty list (an ``[action, observation]`` pair's too), else it."""
+    return value[0] if isinstance(value, list) and value else value
 
 
 def _swe_agent(v: dict[str, Any]) -> bool:

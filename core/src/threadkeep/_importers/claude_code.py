@@ -70,6 +70,7 @@ class _Session:
     titles: dict[str, str] = field(default_factory=dict)
     agent_calls: dict[str, str] = field(default_factory=dict)
     subagents: list[_Session] = field(default_factory=list)
+    seen: dict[str, Line] = field(default_factory=dict)
     inline: dict[str, _Session] | None = None
     """Sidechain lines inside a session file (older versions), by ``agentId``; ``None`` in
     a subagent file, whose lines are all its own."""
@@ -214,7 +215,7 @@ def _take(session: _Session, number: int, value: dict[str, Any], where: str) -> 
     uuid = value.get("uuid")
     parent = value.get("parentUuid") or value.get("logicalParentUuid")
     if isinstance(uuid, str) and uuid:
-        session.parents[uuid] = parent if isinstance(parent, str) else None
+        session.parents.setdefault(uuid, parent if isinstance(parent, str) else None)
     target = session
     if session.inline is not None and value.get("isSidechain") is True and kind in _MESSAGE_TYPES:
         agent = value.get("agentId")
@@ -226,7 +227,9 @@ def _take(session: _Session, number: int, value: dict[str, Any], where: str) -> 
             target.info[key] = value[key]
     if kind in _MESSAGE_TYPES:
         _note_agent(session, value)
-        target.lines.append(_line(number, trim_result(value), where))
+        line = _line(number, trim_result(value), where)
+        if _unique(session, line):
+            target.lines.append(line)
         return
     session.skipped[str(kind)] += 1
     if kind == "summary" and isinstance(value.get("leafUuid"), str):
@@ -237,6 +240,24 @@ def _take(session: _Session, number: int, value: dict[str, Any], where: str) -> 
         call = value.get("parentToolUseID")
         if isinstance(agent, str) and isinstance(call, str):
             session.agent_calls.setdefault(agent, call)
+
+
+def _unique(session: _Session, line: Line) -> bool:
+    """Whether to keep ``line``: a repeated ``uuid`` is a copy (skipped, counted) or kept apart.
+
+    Claude Code has been seen writing a line twice (after a resume); a copy is counted in
+    ``skipped_lines["duplicate"]``. A different line under a ``uuid`` already read keeps
+    ``<uuid>@line<N>`` as its id, so neither is lost.
+    """
+    earlier = session.seen.get(line.uuid)
+    if earlier is not None:
+        if earlier.data == line.data:
+            session.skipped["duplicate"] += 1
+            return False
+        line.uuid = f"{line.uuid}@line{line.number}"
+        session.parents[line.uuid] = line.parent
+    session.seen[line.uuid] = line
+    return True
 
 
 def _line(number: int, value: dict[str, Any], where: str) -> Line:

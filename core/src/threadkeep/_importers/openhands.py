@@ -145,15 +145,21 @@ def _file_conversations(
 
 def _record_events(record: Any, where: str) -> list[Any]:
     if isinstance(record, list):
-        return record
+        return _flat(record)
     if isinstance(record, dict):
         for key in _EVENT_LISTS:
             if isinstance(record.get(key), list):
-                events: list[Any] = record[key]
-                return events
+                return _flat(record[key])
     raise InvalidArgument(
         f"{where} is neither an OpenHands event nor a record with 'history' events"
     )
+
+
+def _flat(events: list[Any]) -> list[Any]:
+    """Older evaluation output keeps ``history`` as ``[action, observation]`` pairs."""
+    if events and all(isinstance(item, list) for item in events):
+        return [event for pair in events for event in pair]
+    return events
 
 
 class _Stream:
