@@ -324,6 +324,20 @@ async def test_a_bad_line_writes_nothing_and_is_named(store, tmp_path, bad_line,
     assert (await store.list_chats({"user_id": USER})).items == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[\n  {"messages": []}\n]\n',  # a JSON document, not JSON Lines
+        '{"messages": [{"role": "user", "content": "hi"}]}\n',  # JSON Lines of another format
+    ],
+)
+async def test_another_format_is_refused_with_a_hint(store, tmp_path, text):
+    path = tmp_path / "other.jsonl"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InvalidArgument, match="--format auto tells formats apart"):
+        await import_claude_code(store, path, user_id=USER)
+
+
 async def test_progress_counts_chats(store, fixture_copy):
     calls: list[tuple[int, int]] = []
     path = fixture_copy("claude-code/proj") / "s1.jsonl"

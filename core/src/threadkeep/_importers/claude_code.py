@@ -201,13 +201,32 @@ def _session_id(path: Path) -> str | None:
 
 def _read(path: Path, label: str, *, inline: bool = False) -> _Session:
     session = _Session(path, label, inline={} if inline else None)
-    for number, value in iter_json_lines(path):
-        where = f"{label}: line {number}"
-        if not isinstance(value, dict):
-            raise InvalidArgument(f"{where} is a {type(value).__name__}, not a JSON object")
-        check_record(value, where)
-        _take(session, number, value, where)
+    typed = 0
+    try:
+        for number, value in iter_json_lines(path):
+            where = f"{label}: line {number}"
+            if not isinstance(value, dict):
+                raise InvalidArgument(f"{where} is a {type(value).__name__}, not a JSON object")
+            check_record(value, where)
+            typed += _is_claude_line(value)
+            _take(session, number, value, where)
+    except InvalidArgument as exc:
+        if typed:
+            raise
+        raise InvalidArgument(f"{exc}{_OTHER_FORMAT}") from exc
+    if not typed and (session.lines or session.skipped):
+        raise InvalidArgument(f"{label} holds no Claude Code line{_OTHER_FORMAT}")
     return session
+
+
+_OTHER_FORMAT = "; is it a Claude Code session (JSON Lines)? --format auto tells formats apart"
+
+
+def _is_claude_line(value: dict[str, Any]) -> bool:
+    """Whether a line has Claude Code's shape: a ``type`` with a ``uuid`` or ``sessionId``."""
+    if value.get("type") in {"summary", "file-history-snapshot"}:
+        return True
+    return isinstance(value.get("type"), str) and ("uuid" in value or "sessionId" in value)
 
 
 def _take(session: _Session, number: int, value: dict[str, Any], where: str) -> None:
