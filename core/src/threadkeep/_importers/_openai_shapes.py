@@ -208,9 +208,9 @@ def _content(value: Any, where: str) -> tuple[list[str], list[dict[str, Any]]]:
             extras = {k: v for k, v in part.items() if k not in {"type", "text"} and v}
             if extras:
                 parts.append({"type": "custom", "name": f"{kind}_details", "value": extras})
-        elif kind == "input_image":
-            url = part.get("image_url")
-            parts.append({"type": "image", "url": url, "file_id": part.get("file_id")})
+        elif kind == "input_image" and isinstance(part.get("image_url"), str | None):
+            rest = {k: v for k, v in part.items() if k not in {"type", "image_url"}}
+            parts.append({"type": "image", "url": part.get("image_url"), **rest})
         elif kind == "input_file":
             rest = {k: v for k, v in part.items() if k != "type"}
             parts.append({"type": "file", **rest})

@@ -323,7 +323,8 @@ def _note_agent(session: _Session, value: dict[str, Any]) -> None:
 def _session_conversations(session: _Session, max_bytes: int) -> list[Conversation]:
     thread_id = f"claude-code:{session.path.stem}"
     own = _chats(session, thread_id)
-    calls = {c.agui_id: c for m in own[0].messages for c in m.tool_calls} if own else {}
+    # A subagent may answer a call of the main chat or of a branch (a retried Task).
+    calls = {c.agui_id: c for chat in own for m in chat.messages for c in m.tool_calls}
     linked: list[Conversation] = []
     for sub in session.subagents:
         agent = sub.info.get("agentId") or sub.path.stem.removeprefix(_AGENT_PREFIX)
