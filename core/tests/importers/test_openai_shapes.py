@@ -111,6 +111,23 @@ async def test_other_items_are_kept(store, reader, tmp_path):
     ]
 
 
+async def test_a_text_input_is_the_user_message(store, reader, tmp_path):
+    output = [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Hi!"}],
+        }
+    ]
+    path = tmp_path / "text.json"
+    path.write_text(json.dumps({"input": "Hello", "output": output}), encoding="utf-8")
+    await import_openai(store, path, user_id=USER)
+    assert await reader.records(store, USER, "openai:text.json:0") == [
+        ("user", "openai:0", "Hello", None, (), ()),
+        ("assistant", "openai:1", "Hi!", None, (), ()),
+    ]
+
+
 @pytest.mark.parametrize(
     ("items", "needles"),
     [

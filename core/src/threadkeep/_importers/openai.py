@@ -203,9 +203,11 @@ def _entries(record: Any, where: str) -> list[Any]:
         if isinstance(record.get(key), list):
             entries: list[Any] = record[key]
             return entries
-    if isinstance(record.get("input"), list) or isinstance(record.get("output"), list):
-        # A Responses API request (input items), response (output items), or both.
-        return [*(record.get("input") or []), *(record.get("output") or [])]
+    given = record.get("input")
+    if isinstance(given, list | str) or isinstance(record.get("output"), list):
+        # A Responses API request (input items, or text), response (output items), or both.
+        items = [{"role": "user", "content": given}] if isinstance(given, str) else given or []
+        return [*items, *(record.get("output") or [])]
     hint = ' (a single message? wrap the list as {"messages": [...]})' if "role" in record else ""
     items = " (nor Responses API 'input'/'output' items)"
     raise InvalidArgument(f"{where} has no 'messages' or 'traj' list{items}{hint}")
