@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from threadkeep import InvalidArgument, InvalidContent
+from threadkeep import InvalidArgument, InvalidContent, PayloadTooLarge, open_store
 from threadkeep._importers.claude_code import import_claude_code
 
 SESSION = "claude-code/proj/s1.jsonl"
@@ -336,6 +336,15 @@ async def test_another_format_is_refused_with_a_hint(store, tmp_path, text):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(InvalidArgument, match="--format auto tells formats apart"):
         await import_claude_code(store, path, user_id=USER)
+
+
+async def test_a_message_over_the_limit_is_named_by_its_line(tmp_path):
+    lines = [_prompt("p1", None, "short"), _prompt("p2", "p1", "y" * 5000)]
+    (tmp_path / "l.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    async with open_store("memory://", max_message_bytes=1000) as small:
+        with pytest.raises(PayloadTooLarge, match=r"l\.jsonl: line 2: message payload"):
+            await import_claude_code(small, tmp_path / "l.jsonl", user_id=USER)
+        assert (await small.list_chats({"user_id": USER})).items == []
 
 
 async def test_progress_counts_chats(store, fixture_copy):

@@ -20,7 +20,7 @@ from .._models import Message
 from ._claude_tree import Line
 from ._files import aware_timestamp
 from ._jsontext import js_stringify
-from ._write import bounded_fields
+from ._write import bounded_fields, check_message
 
 __all__ = ["MAX_KEPT_RESULT_BYTES", "chat_messages", "trim_result"]
 
@@ -52,22 +52,24 @@ class _Builder:
         self.messages.append((fields, self.where_line(line)))
         return fields
 
-    def build(self) -> list[Message]:
+    def build(self, max_message_bytes: int) -> list[Message]:
         built = []
         for fields, where in self.messages:
             try:
-                built.append(validate_model(Message, fields))
+                message = validate_model(Message, fields)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"{where}: {exc}") from exc
+            built.append(check_message(message, where, max_message_bytes))
         return built
 
 
-def chat_messages(lines: list[Line], where: str) -> list[Message]:
-    """Convert the lines of one chat, in file order, to messages.
+def chat_messages(lines: list[Line], where: str, max_message_bytes: int) -> list[Message]:
+    """Convert the lines of one chat, in file order, to messages, and check each.
 
     Args:
         lines: The chat's lines (see :func:`split_branches`).
         where: The file name, for error messages.
+        max_message_bytes: The store's payload limit (``store.max_message_bytes``).
 
     Returns:
         The messages, in order; ids are deterministic (line ``uuid``, API ``message.id``).
@@ -75,6 +77,8 @@ def chat_messages(lines: list[Line], where: str) -> list[Message]:
     Raises:
         InvalidArgument: If a line's content does not have the shape of its type; naming
             the file, the line and the field.
+        InvalidContent / PayloadTooLarge: If a message is one the store would refuse
+            (:func:`check_message`), naming the file and the line.
     """
     builder = _Builder(where)
     for line in lines:
@@ -85,7 +89,7 @@ def chat_messages(lines: list[Line], where: str) -> list[Message]:
             _user(builder, line)
         else:
             _system(builder, line)
-    return builder.build()
+    return builder.build(max_message_bytes)
 
 
 def _metadata(line: Line, extra: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -322,14 +322,14 @@ def _note_agent(session: _Session, value: dict[str, Any]) -> None:
 
 def _session_conversations(session: _Session, max_bytes: int) -> list[Conversation]:
     thread_id = f"claude-code:{session.path.stem}"
-    own = _chats(session, thread_id)
+    own = _chats(session, thread_id, max_bytes)
     # A subagent may answer a call of the main chat or of a branch (a retried Task).
     calls = {c.agui_id: c for chat in own for m in chat.messages for c in m.tool_calls}
     linked: list[Conversation] = []
     for sub in session.subagents:
         agent = sub.info.get("agentId") or sub.path.stem.removeprefix(_AGENT_PREFIX)
         sub_thread = f"claude-code:{session.path.stem}/agent-{agent}"
-        chats = _chats(sub, sub_thread)
+        chats = _chats(sub, sub_thread, max_bytes)
         call_id = session.agent_calls.get(agent) or _by_prompt(chats, calls)
         for chat in chats:
             chat.metadata["claude_code"] |= {
@@ -341,10 +341,12 @@ def _session_conversations(session: _Session, max_bytes: int) -> list[Conversati
         if call is not None:
             setattr(call, "subagent_thread_id", sub_thread)  # noqa: B010 - an extra field
         linked += chats
-    for conversation in own + linked:
+    for conversation in own:  # checked as built; a link added since is checked again
         for message in conversation.messages:
-            where = f"{conversation.where}, message {message.agui_id}"
-            check_message(message, where, max_bytes)
+            if any("subagent_thread_id" in (c.model_extra or {}) for c in message.tool_calls):
+                check_message(
+                    message, f"{conversation.where}, message {message.agui_id}", max_bytes
+                )
     return own + linked
 
 
@@ -364,7 +366,7 @@ def _by_prompt(chats: list[Conversation], calls: dict[str | None, Any]) -> str |
     return matches[0] if len(matches) == 1 else None
 
 
-def _chats(session: _Session, thread_id: str) -> list[Conversation]:
+def _chats(session: _Session, thread_id: str, max_bytes: int) -> list[Conversation]:
     if not session.lines:
         return []
     branches = split_branches(session.lines, session.parents)
@@ -372,7 +374,7 @@ def _chats(session: _Session, thread_id: str) -> list[Conversation]:
     result: list[Conversation] = []
     for number, branch in enumerate(branches):
         own_thread = main if number == 0 else f"{main}#branch-{branch.lines[0].uuid}"
-        messages: list[Message] = chat_messages(branch.lines, session.label)
+        messages: list[Message] = chat_messages(branch.lines, session.label, max_bytes)
         details: dict[str, Any] = {**session.info, "skipped_lines": dict(session.skipped)}
         if number:
             details |= {"branch_of": main, "fork_after": branch.fork_after}
