@@ -209,8 +209,8 @@ def _entries(record: Any, where: str) -> list[Any]:
         items = [{"role": "user", "content": given}] if isinstance(given, str) else given or []
         return [*items, *(record.get("output") or [])]
     hint = ' (a single message? wrap the list as {"messages": [...]})' if "role" in record else ""
-    items = " (nor Responses API 'input'/'output' items)"
-    raise InvalidArgument(f"{where} has no 'messages' or 'traj' list{items}{hint}")
+    nor = " (nor Responses API 'input'/'output' items)"
+    raise InvalidArgument(f"{where} has no 'messages' or 'traj' list{nor}{hint}")
 
 
 async def _store_conversation(
