@@ -177,7 +177,7 @@ def test_format_is_required_and_unknown_formats_are_named(cli, transcripts, memo
     cli.one_line_error(
         cli("import", str(path), "--format", "csv", "--url", memory_url),
         "unknown import format 'csv'",
-        "agui, openai",
+        "agui, auto, claude-code, openai, openhands, swe-agent",
     )
 
 

@@ -35,6 +35,10 @@ __all__ = [
 IMPORTERS: dict[str, str] = {
     "openai": "threadkeep._importers.openai:import_openai",
     "agui": "threadkeep._importers.agui:import_agui",
+    "claude-code": "threadkeep._importers.claude_code:import_claude_code",
+    "swe-agent": "threadkeep._importers.swe_agent:import_swe_agent",
+    "openhands": "threadkeep._importers.openhands:import_openhands",
+    "auto": "threadkeep._importers.auto:import_auto",
 }
 """Import formats by name, each the ``"module:function"`` path of its importer."""
 
@@ -42,7 +46,14 @@ ProgressCallback = Callable[[int, int], None]
 """Called as ``progress(0, total)`` when writing starts (everything read and checked), then as
 ``progress(done, total)`` after each record (or run) is stored (counts)."""
 
-UNITS: dict[str, str] = {"openai": "records", "agui": "runs"}
+UNITS: dict[str, str] = {
+    "openai": "records",
+    "agui": "runs",
+    "claude-code": "chats",
+    "swe-agent": "chats",
+    "openhands": "chats",
+    "auto": "records",
+}
 """What an importer's progress counts, by format name."""
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._content import check_content
 from .._errors import InvalidArgument, InvalidContent
 
-__all__ = ["check_record", "read_records"]
+__all__ = ["aware_timestamp", "check_record", "find_files", "read_records"]
 
 
 def read_records(path: Path) -> tuple[list[Any], list[int | None]]:
@@ -95,3 +96,50 @@ def check_record(record: Any, where: str) -> None:
         check_content(record, "record")
     except InvalidContent as exc:
         raise InvalidContent(f"{where}: {exc}") from exc
+
+
+def find_files(root: Path, suffixes: frozenset[str]) -> list[tuple[Path, str]]:
+    """Return the files to import under ``root`` and a stable label for each.
+
+    Args:
+        root: A file (imported whatever its name), or a folder searched recursively for
+            files whose suffix is in ``suffixes``.
+        suffixes: Lower-case suffixes with the dot (``{".traj"}``).
+
+    Returns:
+        ``(path, label)`` pairs sorted by label; the label is the file name for a file and
+        the POSIX path relative to ``root`` for a folder's files (chat keys are built from
+        it, so it does not depend on the current directory).
+
+    Raises:
+        InvalidArgument: If ``root`` does not exist, or a folder holds no such file.
+    """
+    if root.is_file():
+        return [(root, root.name)]
+    if not root.is_dir():
+        raise InvalidArgument(f"{root}: no such file or directory")
+    found = sorted(
+        (path.relative_to(root).as_posix(), path)
+        for path in root.rglob("*")
+        if path.suffix.lower() in suffixes and path.is_file()
+    )
+    if not found:
+        names = ", ".join(sorted(suffixes))
+        raise InvalidArgument(f"{root} holds no file to import ({names})")
+    return [(path, label) for label, path in found]
+
+
+def aware_timestamp(value: Any) -> datetime | None:
+    """Return an ISO 8601 timestamp with a time zone as a ``datetime``, else ``None``.
+
+    Recorders' timestamps become a message's ``created_at`` (informational, never the
+    order); a naive one (no zone: which clock?) or one that does not parse gives ``None``,
+    and the importers keep the text in metadata either way.
+    """
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None

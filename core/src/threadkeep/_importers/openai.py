@@ -1,8 +1,10 @@
 """OpenAI chat-completions transcripts become chats (``threadkeep import --format openai``).
 
 Input: a JSON array of records, one JSON object, or JSON Lines. A record holds its message
-list under ``messages`` or ``traj`` (tau-bench's name), or is itself that list. Each record
-becomes one chat, each entry one message:
+list under ``messages`` or ``traj`` (tau-bench's name), or is itself that list; a Responses
+API record holds items under ``input`` and/or ``output`` (or is that list), and legacy
+``function_call`` entries are read too (both in :mod:`threadkeep._importers._openai_shapes`).
+Each record becomes one chat, each entry one message:
 
 - ``role`` is kept; ``content`` ``null`` becomes ``""``; content given as a list of parts
   keeps the text of its ``text`` parts exactly (concatenated; the lengths are kept in
@@ -32,6 +34,7 @@ from .._errors import IdempotencyConflict, InvalidArgument
 from .._models import Message, Role
 from . import ImportReport, ProgressCallback
 from ._files import check_record, read_records
+from ._openai_shapes import is_responses, legacy_entries, responses_messages
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -154,15 +157,12 @@ def _conversation(
     where = f"{file_name}: record {index}" + (f" (line {line})" if line is not None else "")
     check_record(record, where)
     entries = _entries(record, where)
-    messages: list[Message] = []
-    for position, entry in enumerate(entries):
-        entry_where = f"{where}, message {position}"
-        message = convert_message(entry, position, where=entry_where)
+    messages = _messages(entries, where)
+    for position, message in enumerate(messages):
         try:  # what the store would refuse, refused before anything is written
             prepare_message(message, max_message_bytes)
         except InvalidArgument as exc:
-            raise type(exc)(f"{entry_where}: {exc}") from exc
-        messages.append(message)
+            raise type(exc)(f"{where}, message {position}: {exc}") from exc
     fields = {}
     if isinstance(record, dict):
         fields = {k: v for k, v in record.items() if _is_scalar(v) and k not in {"id"}}
@@ -174,6 +174,20 @@ def _conversation(
         messages=messages,
         where=where,
     )
+
+
+def _messages(entries: list[Any], where: str) -> list[Message]:
+    """Convert a record's entries: a Responses item list, else (legacy) chat completions."""
+    if is_responses(entries):
+        return responses_messages(entries, where)
+    rewritten, function_answers = legacy_entries(entries)
+    messages = []
+    for position, entry in enumerate(rewritten):
+        message = convert_message(entry, position, where=f"{where}, message {position}")
+        if position in function_answers:  # a legacy answer: say which role it had
+            message.metadata.setdefault("openai", {})["role"] = "function"
+        messages.append(message)
+    return messages
 
 
 def _is_scalar(value: Any) -> bool:
@@ -189,8 +203,14 @@ def _entries(record: Any, where: str) -> list[Any]:
         if isinstance(record.get(key), list):
             entries: list[Any] = record[key]
             return entries
+    given = record.get("input")
+    if isinstance(given, list | str) or isinstance(record.get("output"), list):
+        # A Responses API request (input items, or text), response (output items), or both.
+        items = [{"role": "user", "content": given}] if isinstance(given, str) else given or []
+        return [*items, *(record.get("output") or [])]
     hint = ' (a single message? wrap the list as {"messages": [...]})' if "role" in record else ""
-    raise InvalidArgument(f"{where} has no 'messages' or 'traj' list{hint}")
+    nor = " (nor Responses API 'input'/'output' items)"
+    raise InvalidArgument(f"{where} has no 'messages' or 'traj' list{nor}{hint}")
 
 
 async def _store_conversation(

@@ -32,7 +32,7 @@ __all__ = ["import_file", "register"]
 DEFAULT_IMPORT_USER = "importer"
 """Owner of imported chats when ``--user`` is not given."""
 
-_DIRECTORY_FORMATS = frozenset({"agui"})
+_DIRECTORY_FORMATS = frozenset({"agui", "claude-code", "swe-agent", "openhands", "auto"})
 """Formats whose importer takes a directory of files as well as one file."""
 
 
@@ -77,7 +77,7 @@ def import_file(
     path: Annotated[
         Path,
         typer.Argument(
-            help="The transcript file (for --format agui, also a directory of streams).",
+            help="The transcript file (for every format but openai, also a directory).",
             show_default=False,
         ),
     ],
@@ -114,7 +114,9 @@ def import_file(
         ),
     ] = False,
 ) -> None:
-    """Import recorded conversations: an OpenAI transcript file, or AG-UI streams.
+    """Import recorded conversations: OpenAI, AG-UI, Claude Code, SWE-agent, OpenHands.
+
+    See docs/importers.md for each format's mapping; --format auto tells them apart.
 
     Every record is checked before anything is written: a malformed record writes nothing
     and the error names the file and the record (and line). Importing the same file again
