@@ -7,7 +7,10 @@
 # under $TK_CI_DIR/pgbouncer-$PORT. `pool_mode = transaction`: a server connection is lent
 # for one transaction at a time, so session state (prepared statements, SET, search_path)
 # does not survive between transactions. Every database name is passed through (`* =`) to
-# the primary, so tests can make a database of their own. It changes nothing on the primary.
+# the primary, so tests can make a database of their own. The one change on the primary
+# (idempotent): the role threadkeep may create databases (ALTER ROLE threadkeep CREATEDB), for
+# the pooled contract suite's database (session state such as search_path does not survive a
+# transaction pooler, so those tests cannot use per-test schemas).
 set -euo pipefail
 TK_SERVICE=pgbouncer
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -61,6 +64,8 @@ do_start() {
   else
     pg_isready -q -h 127.0.0.1 -p $PRIMARY_PORT || tk_die "the primary is not running on 127.0.0.1:$PRIMARY_PORT (start postgres.sh first)"
     tk_port_open "$PORT" && tk_die "port $PORT is already in use by another process"
+    runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -p $PRIMARY_PORT -d postgres \
+      -c 'ALTER ROLE threadkeep CREATEDB' >/dev/null || tk_die "ALTER ROLE threadkeep CREATEDB failed"
     write_config
     runuser -u postgres -- pgbouncer -d -q "$DIR/pgbouncer.ini" || tk_die "pgbouncer did not start" "$LOG"
   fi

@@ -9,7 +9,8 @@
 # same name left by a run that never stopped.
 #
 # What it changes on the primary (idempotent; nothing else): a role threadkeep_replicator
-# (LOGIN REPLICATION), a `host replication threadkeep_replicator 127.0.0.1/32 scram-sha-256`
+# (LOGIN REPLICATION), EXECUTE on pg_wal_replay_pause()/pg_wal_replay_resume() for the role
+# threadkeep (they act on a standby only; the lag tests pause replay), a `host replication threadkeep_replicator 127.0.0.1/32 scram-sha-256`
 # line in its pg_hba.conf when no existing line already admits replication from 127.0.0.1
 # (Debian's default one does), and the slot. The primary is never restarted (a reload at
 # most), so other users of it are not disturbed.
@@ -37,6 +38,9 @@ ensure_primary() {
 SELECT 'CREATE ROLE $ROLE' WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$ROLE') \gexec
 ALTER ROLE $ROLE WITH LOGIN REPLICATION PASSWORD '$PASSWORD';
 SQL
+  # Function privileges are per database: the tests connect to the database threadkeep.
+  primary_sql -d threadkeep -c 'GRANT EXECUTE ON FUNCTION pg_wal_replay_pause(), pg_wal_replay_resume() TO threadkeep' \
+    >/dev/null || tk_die "granting the replay functions to threadkeep failed"
   if ! grep -Eq '^[[:space:]]*host[[:space:]]+replication[[:space:]]+(all|'$ROLE')[[:space:]]+127\.0\.0\.1/32' "$HBA"; then
     tk_say "adding a replication line for $ROLE to $HBA and reloading the primary"
     echo "host    replication     $ROLE     127.0.0.1/32    scram-sha-256  # threadkeep standby.sh" >>"$HBA"

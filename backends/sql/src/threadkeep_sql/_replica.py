@@ -39,7 +39,9 @@ __all__ = ["ReadRouter"]
 T = TypeVar("T")
 
 _CURRENT_LSN = sa.text("SELECT CAST(pg_current_wal_lsn() AS text)")
-_REPLAYED = sa.text("SELECT coalesce(pg_last_wal_replay_lsn() >= CAST(:lsn AS pg_lsn), false)")
+_REPLAYED = sa.text(
+    "SELECT coalesce(pg_last_wal_replay_lsn() >= CAST(CAST(:lsn AS text) AS pg_lsn), false)"
+)
 _FIRST_DELAY = 0.001
 _MAX_DELAY = 0.05
 
