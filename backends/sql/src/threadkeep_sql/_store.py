@@ -9,18 +9,13 @@ page is a keyset walk on the primary key ``(chat_id, seq)``: ``WHERE chat_id = :
 :before ORDER BY seq DESC LIMIT :n`` is one descent of that index whatever the depth, so a
 page 500,000 messages deep costs what the first does (OFFSET would read and discard every
 row before it). The same key is what makes messages partitionable without changing a query:
-on PostgreSQL, ``messages`` and ``message_refs`` would become ``PARTITION BY HASH
-(chat_id)`` tables (for example 64 partitions, ``FOR VALUES WITH (MODULUS 64, REMAINDER
-n)``), each partition carrying its own ``(chat_id, seq)`` primary key and
-``(chat_id, agui_id)`` unique index, which PostgreSQL allows because both contain the
-partition key. Every query that names a chat then prunes to one partition; ``message_id``
-uniqueness would move to the application (UUIDv4) or a small id -> chat lookup table
-(because a unique index on a partitioned table must include the partition key), and the
-lookups by message, tool-call or reasoning id, which carry no ``chat_id``, would read that
-table first (as ``archived_ids`` already does for archived chats). The next step is Citus
-with ``chat_id`` as the distribution column (co-locating ``messages``, ``message_refs``,
-``steps`` and ``runs``), and cold chats go to object storage through the archive service.
-Partitioning is not implemented here; the schema is ready for it.
+with ``partitions=N`` the per-chat tables are ``PARTITION BY HASH (chat_id)`` tables
+(:mod:`threadkeep_sql._partition`), every primary key and unique index contains ``chat_id``,
+and every per-chat statement prunes to one partition. ``read_url`` sends reads to a
+streaming standby with read-your-writes (:mod:`threadkeep_sql._replica`); ``pooler`` makes
+the driver work through a transaction-mode pooler (:class:`threadkeep_sql._engine.Database`).
+The next steps, Citus with ``chat_id`` as the distribution column and the cold tier on object
+storage, are in ``docs/scaling.md``.
 """
 
 from __future__ import annotations
