@@ -113,31 +113,38 @@ def partition_tables(connection: Connection, partitions: int) -> dict[str, int]:
         return {}
     names = ", ".join(("chats", *PARTITIONED_TABLES))
     connection.execute(sa.text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE"))
-    return {table: _rebuild(connection, table, partitions) for table in PARTITIONED_TABLES}
+    moved: dict[str, int] = {}
+    ddl: list[str] = []
+    for table in PARTITIONED_TABLES:
+        count = connection.execute(sa.text(f"SELECT count(*) FROM {table}"))  # noqa: S608
+        moved[table] = int(count.scalar() or 0)  # the tables are locked: the copy moves these
+        ddl += _rebuild(connection, table, partitions)
+    # One round trip for the whole rebuild (a new store runs this on every first open).
+    connection.exec_driver_sql(f"DO $threadkeep$ BEGIN {'; '.join(ddl)}; END $threadkeep$")
+    return moved
 
 
-def _rebuild(connection: Connection, table: str, partitions: int) -> int:
-    """Move ``table`` into a new partitioned table of the same name; return the rows moved."""
+def _rebuild(connection: Connection, table: str, partitions: int) -> list[str]:
+    """Return the DDL that moves ``table`` into a new partitioned table of the same name."""
     old = f"{table}_before_partitioning"
     indexes = [_Index(*row) for row in connection.execute(_INDEXES, {"table": table}).all()]
-    run = connection.exec_driver_sql
-    run(f"ALTER TABLE {table} RENAME TO {old}")
+    ddl = [f"ALTER TABLE {table} RENAME TO {old}"]
     for index in indexes:  # free the names for the new table's indexes
         if index.constraint is not None:
-            run(f'ALTER TABLE {old} DROP CONSTRAINT "{index.constraint}"')
+            ddl.append(f'ALTER TABLE {old} DROP CONSTRAINT "{index.constraint}"')
         else:
-            run(f'DROP INDEX "{index.name}"')
-    run(
+            ddl.append(f'DROP INDEX "{index.name}"')
+    ddl.append(
         f"CREATE TABLE {table} (LIKE {old} INCLUDING DEFAULTS INCLUDING CONSTRAINTS "
         f"INCLUDING STORAGE) PARTITION BY HASH ({PARTITION_KEY})"
     )
-    for remainder in range(partitions):
-        run(
-            f"CREATE TABLE {table}_p{remainder}_of_{partitions} PARTITION OF {table} "
-            f"FOR VALUES WITH (MODULUS {partitions}, REMAINDER {remainder})"
-        )
-    moved = run(f"INSERT INTO {table} SELECT * FROM {old}").rowcount  # noqa: S608 - our names
-    for index in indexes:  # after the copy: one sorted build per index, not row by row
-        run(index.create(table))
-    run(f"DROP TABLE {old}")
-    return int(moved)
+    ddl += [
+        f"CREATE TABLE {table}_p{remainder}_of_{partitions} PARTITION OF {table} "
+        f"FOR VALUES WITH (MODULUS {partitions}, REMAINDER {remainder})"
+        for remainder in range(partitions)
+    ]
+    ddl.append(f"INSERT INTO {table} SELECT * FROM {old}")  # noqa: S608 - our own names
+    # After the copy: one sorted build per index, not row by row.
+    ddl += [index.create(table) for index in indexes]
+    ddl.append(f"DROP TABLE {old}")
+    return ddl
