@@ -91,7 +91,39 @@ async def test_read_url_options_are_checked() -> None:
         SqlStore(f"{url}?pooler=transaction", schema="s")
     with pytest.raises(InvalidArgument, match="pooler"):
         SqlStore(f"{url}?pooler=session")
+    with pytest.raises(InvalidArgument, match="read_consistency"):
+        SqlStore(url, read_consistency="eventual")
     store = SqlStore(f"{url}?partitions=4&read_url={quote(url, safe='')}&pooler=transaction")
     assert store._scale.partitions == 4
     assert store._scale.read_url is not None
     assert store._scale.read_url.host == "127.0.0.1"
+
+
+async def test_strong_reads_see_other_instances_writes_session_reads_their_own(
+    pg_schema: tuple[str, str],
+) -> None:
+    url, schema = pg_schema
+    options = {"schema": schema, "read_url": standby_url(), "read_wait": 0.3}
+    async with (
+        SqlStore(url, schema=schema) as writer,
+        SqlStore(url, **options) as strong,
+        SqlStore(url, read_consistency="session", **options) as session,
+    ):
+        chat = await writer.create_chat("u", "t")
+        await strong.get_chat(chat.chat_id)
+        await session.get_chat(chat.chat_id)  # both readers start caught up
+        conn = await asyncpg.connect(asyncpg_dsn(standby_url()))
+        try:
+            await conn.execute("SELECT pg_wal_replay_pause()")
+            stored = await writer.append_message(chat.chat_id, Message(role="user", content="x"))
+            # strong: fenced on the primary's WAL position, so it falls back and sees it
+            page = await strong.list_messages(chat.chat_id)
+            assert [m.message_id for m in page.items] == [stored.message_id]
+            # session: no write of its own since it last caught up: the (paused) standby
+            assert (await session.list_messages(chat.chat_id)).items == []
+            mine = await session.append_message(chat.chat_id, Message(role="user", content="y"))
+            page = await session.list_messages(chat.chat_id)  # its own write: the primary
+            assert [m.message_id for m in page.items] == [stored.message_id, mine.message_id]
+        finally:
+            await conn.execute("SELECT pg_wal_replay_resume()")
+            await conn.close()

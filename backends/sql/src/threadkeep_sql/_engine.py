@@ -73,6 +73,7 @@ POSTGRES_QUERY_KEYS = frozenset(
         "partitions",
         "read_url",
         "read_wait",
+        "read_consistency",
         "pooler",
         "host",  # SQLAlchemy: several hosts
         "port",
@@ -464,17 +465,18 @@ class Database:
         """Return an async context manager for an all-or-nothing group of statements."""
         return self._noted(self._enter(self.engine, transaction=True, write=True))
 
-    def route_reads(self, standby: Database, wait: float) -> ReadRouter:
+    def route_reads(self, standby: Database, wait: float, *, strong: bool = True) -> ReadRouter:
         """Send this database's reads to ``standby`` from now on (see :mod:`._replica`).
 
         Args:
             standby: The streaming-replication standby's database.
-            wait: Seconds a read after a write waits for the standby to replay it.
+            wait: Seconds a fenced read waits for the standby to replay what it must see.
+            strong: Fence every read, not only those after this store's writes.
 
         Returns:
             The router (its counters say where reads went).
         """
-        self._router = ReadRouter(self, standby, wait)
+        self._router = ReadRouter(self, standby, wait, strong=strong)
         return self._router
 
     def _noted(self, operation: AbstractAsyncContextManager[T]) -> AbstractAsyncContextManager[T]:

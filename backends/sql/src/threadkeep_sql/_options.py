@@ -8,8 +8,10 @@ They are threadkeep's own, taken out of the URL before SQLAlchemy and asyncpg se
   partitions when the schema is created (migration ``0005``); an existing store is converted
   with ``threadkeep-sql partition`` (see :mod:`threadkeep_sql._partition`).
 - ``read_url=URL``: a streaming-replication standby that serves reads
-  (:mod:`threadkeep_sql._replica`); ``read_wait=SECONDS`` (default 1.0) bounds how long a
-  read after a write waits for the standby to replay it before it goes to the primary.
+  (:mod:`threadkeep_sql._replica`); ``read_consistency=strong`` (default: every read sees
+  every write committed before it, from any process) or ``session`` (a caller sees its own
+  writes); ``read_wait=SECONDS`` (default 1.0) bounds how long a read waits for the standby
+  to replay what it must see before it goes to the primary.
 - ``pooler=transaction``: the URL reaches PostgreSQL through a pooler in transaction mode
   (PgBouncer ``pool_mode = transaction``): no prepared statement outlives its transaction
   (see :class:`threadkeep_sql._engine.Database`).
@@ -26,7 +28,14 @@ from sqlalchemy.engine import URL
 
 from threadkeep import InvalidArgument
 
-__all__ = ["MAX_PARTITIONS", "POOLER_MODES", "SCALE_QUERY_KEYS", "ScaleOptions", "take_option"]
+__all__ = [
+    "MAX_PARTITIONS",
+    "POOLER_MODES",
+    "READ_CONSISTENCIES",
+    "SCALE_QUERY_KEYS",
+    "ScaleOptions",
+    "take_option",
+]
 
 MAX_PARTITIONS = 1024
 """The most partitions ``partitions=`` accepts (PostgreSQL plans slow down past a few
@@ -35,10 +44,13 @@ thousand; a table that needs more wants Citus, see docs/scaling.md)."""
 POOLER_MODES = ("transaction",)
 """The ``pooler=`` values understood."""
 
+READ_CONSISTENCIES = ("strong", "session")
+"""The ``read_consistency=`` values understood (see :mod:`threadkeep_sql._replica`)."""
+
 DEFAULT_READ_WAIT = 1.0
 """Seconds a read after a write waits for the standby to replay it, by default."""
 
-SCALE_QUERY_KEYS = frozenset({"partitions", "read_url", "read_wait", "pooler"})
+SCALE_QUERY_KEYS = frozenset({"partitions", "read_url", "read_wait", "read_consistency", "pooler"})
 """The URL query parameters this module takes out of a PostgreSQL store URL."""
 
 T = TypeVar("T")
@@ -85,13 +97,15 @@ class ScaleOptions:
     Attributes:
         partitions: Hash partitions of the per-chat tables for a new schema, or ``None``.
         read_url: The standby's URL (normalized, pooler parameters applied), or ``None``.
-        read_wait: Seconds a read after a write waits for the standby (0 to 60).
+        read_wait: Seconds a fenced read waits for the standby (0 to 60).
+        read_consistency: ``"strong"`` or ``"session"`` (see :mod:`threadkeep_sql._replica`).
         pooler: ``"transaction"`` behind a transaction-mode pooler, else ``None``.
     """
 
     partitions: int | None = None
     read_url: URL | None = None
     read_wait: float = DEFAULT_READ_WAIT
+    read_consistency: str = "strong"
     pooler: str | None = None
 
     @classmethod
@@ -100,8 +114,8 @@ class ScaleOptions:
 
         Args:
             url: A normalized store URL.
-            **given: ``partitions``, ``read_url``, ``read_wait``, ``pooler`` as passed to
-                ``SqlStore`` (``None`` when not passed).
+            **given: ``partitions``, ``read_url``, ``read_wait``, ``read_consistency``,
+                ``pooler`` as passed to ``SqlStore`` (``None`` when not passed).
 
         Returns:
             ``(url without these parameters, options)``.
@@ -113,16 +127,20 @@ class ScaleOptions:
         url, partitions = take_option(url, "partitions", given.get("partitions"), _partitions)
         url, read_url = take_option(url, "read_url", given.get("read_url"), str)
         url, read_wait = take_option(url, "read_wait", given.get("read_wait"), _seconds)
+        url, consistency = take_option(url, "read_consistency", given.get("read_consistency"), str)
         url, pooler = take_option(url, "pooler", given.get("pooler"), str)
         options = cls(
             partitions=_checked_partitions(partitions),
             read_url=None if read_url is None else _standby_url(read_url),
             read_wait=_checked_wait(read_wait),
-            pooler=_checked_pooler(pooler),
+            read_consistency=_checked_choice("read_consistency", consistency, READ_CONSISTENCIES)
+            or "strong",
+            pooler=_checked_choice("pooler", pooler, POOLER_MODES),
         )
         if url.get_backend_name() != "postgresql" and options != cls():
             raise InvalidArgument(
-                "partitions, read_url, read_wait and pooler are PostgreSQL options; a SQLite "
+                "partitions, read_url, read_wait, read_consistency and pooler are PostgreSQL "
+                "options; a SQLite "
                 "store is one local file"
             )
         return url, options
@@ -148,11 +166,11 @@ def _checked_wait(value: Any) -> float:
     return float(value)
 
 
-def _checked_pooler(value: Any) -> str | None:
+def _checked_choice(name: str, value: Any, choices: tuple[str, ...]) -> str | None:
     if value is None:
         return None
-    if value not in POOLER_MODES:
-        raise InvalidArgument(f"pooler must be one of {list(POOLER_MODES)}, not {value!r}")
+    if value not in choices:
+        raise InvalidArgument(f"{name} must be one of {list(choices)}, not {value!r}")
     return str(value)
 
 

@@ -2,22 +2,26 @@
 
 A store opened with ``read_url`` sends its reads (``Database.read`` and
 ``Database.runner()``) to the standby and everything else (writes, transactions, migrations)
-to the primary. The standby replays the primary's WAL a little later, so a read right after
-a write could miss it; the rule here is that **a caller always reads its own writes**:
+to the primary. The standby replays the primary's WAL a little later, so a read could miss a
+write that has already returned; each read is therefore fenced on a WAL position of the
+primary, in one of two modes (``read_consistency=``):
 
-- every write operation of the store (a write statement or a transaction, committed or not:
-  a failure can still have committed) bumps a counter when it ends;
-- a read that finds writes it has not yet seen replayed asks the primary for its current
-  WAL position (``pg_current_wal_lsn()``, which is at or past the commit of every write that
-  has ended), then polls the standby until ``pg_last_wal_replay_lsn()`` reaches it, backing
-  off from 1 ms to 50 ms, for at most ``read_wait`` seconds;
-- if the standby gets there, the read runs on it and later reads skip the check until the
-  next write; if it does not (lagging, replay paused, promoted, unreachable), this read runs
-  on the primary and the next one checks again.
+- ``"strong"`` (the default): **every read sees every write that committed before it
+  started**, from any process. The read first asks the primary for its current WAL position
+  (``pg_current_wal_lsn()``, a trivial query: the primary does no other work for the read),
+  then runs on the standby once its ``pg_last_wal_replay_lsn()`` has reached it. This is what
+  ``concurrent_processes`` promises: another instance's write is visible as soon as it
+  returned.
+- ``"session"``: **a caller reads its own writes**. Every write operation of the store (a
+  write statement or a transaction, committed or not: a failure can still have committed)
+  bumps a counter when it ends; only a read that finds writes it has not yet seen replayed
+  fences on the primary's position, and later reads skip the fence until the next write.
+  Other processes' writes show up once replayed (PostgreSQL's hot-standby guarantee, manual
+  section 27.4), usually within milliseconds, but not at once.
 
-Reads with no write of this store before them go straight to the standby: another process's
-writes show up there as soon as they are replayed (PostgreSQL's own guarantee for a hot
-standby; see "Hot Standby" in the PostgreSQL manual, section 27.4).
+Either way the standby is polled (1 ms backing off to 50 ms) for at most ``read_wait``
+seconds; if it has not caught up (lagging, replay paused, promoted, unreachable) that read
+runs on the primary instead, and the next one checks again.
 """
 
 from __future__ import annotations
@@ -52,17 +56,22 @@ class ReadRouter:
     Args:
         primary: The primary's database (its own read path is used for fallbacks).
         standby: The standby's database.
-        wait: Seconds a read after a write waits for the standby before using the primary.
+        wait: Seconds a fenced read waits for the standby before using the primary.
+        strong: Fence every read (``"strong"``), not only reads after this store's writes
+            (``"session"``); see the module docstring.
 
     Attributes:
         standby_reads: Reads served by the standby so far.
         primary_reads: Reads that fell back to the primary so far.
     """
 
-    def __init__(self, primary: Database, standby: Database, wait: float) -> None:
+    def __init__(
+        self, primary: Database, standby: Database, wait: float, *, strong: bool = True
+    ) -> None:
         self._primary = primary
         self._standby = standby
         self._wait = wait
+        self._strong = strong
         self._written = 0
         self._seen = 0
         self.standby_reads = 0
@@ -101,8 +110,8 @@ class ReadRouter:
             yield value
 
     async def _caught_up(self) -> bool:
-        """Return whether the standby has replayed every write of this store that has ended."""
-        if self._seen >= self._written:
+        """Return whether the standby has replayed what this read must see (module doc)."""
+        if not self._strong and self._seen >= self._written:
             return True
         written = self._written
         async with self._primary.read_here() as conn:

@@ -146,10 +146,12 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
             existing store with another layout raises ``InvalidArgument`` on ``open``
             (convert it with ``threadkeep-sql partition``). Default: what the store has.
         read_url: PostgreSQL only (also ``?read_url=URL``, percent-encoded): a streaming
-            standby that serves reads; a caller still reads its own writes (see
-            :mod:`threadkeep_sql._replica`).
-        read_wait: Seconds (0 to 60, default 1) a read after a write waits for the standby
-            to replay it before it is sent to the primary (also ``?read_wait=``).
+            standby that serves reads (see :mod:`threadkeep_sql._replica`).
+        read_wait: Seconds (0 to 60, default 1) a read waits for the standby to replay
+            what it must see before it is sent to the primary (also ``?read_wait=``).
+        read_consistency: ``"strong"`` (default; also ``?read_consistency=``): every read
+            sees every write committed before it, from any process; ``"session"``: a
+            caller sees its own writes, others' once the standby replays them.
         pooler: ``"transaction"`` (also ``?pooler=transaction``) when the URL (and
             ``read_url``) reach PostgreSQL through a transaction-mode pooler such as
             PgBouncer; it cannot be combined with ``schema``.
@@ -183,6 +185,7 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
         partitions: int | None = None,
         read_url: str | None = None,
         read_wait: float | None = None,
+        read_consistency: str | None = None,
         pooler: str | None = None,
         **options: Any,
     ) -> None:
@@ -192,6 +195,7 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
             partitions=partitions,
             read_url=read_url,
             read_wait=read_wait,
+            read_consistency=read_consistency,
             pooler=pooler,
         )
         in_url = self._sa_url.query.get("schema")
@@ -214,7 +218,9 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
             await asyncio.to_thread(_require_folder, self._sa_url.database)
         self._db = self._database(self._sa_url)
         if self._scale.read_url is not None:
-            self._db.route_reads(self._database(self._scale.read_url), self._scale.read_wait)
+            standby = self._database(self._scale.read_url)
+            strong = self._scale.read_consistency == "strong"
+            self._db.route_reads(standby, self._scale.read_wait, strong=strong)
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
         try:
             async with self._db.transaction() as conn:
