@@ -7,8 +7,11 @@ created before and dropped after it. Without the variable they skip with a reaso
 
 from __future__ import annotations
 
+import asyncio
+import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,10 @@ from threadkeep_contract_tests import require_service
 from threadkeep_sql import SqlStore
 
 POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"
+# Variants of the PostgreSQL contract suite (.ci/run runs each as its own phase):
+PARTITIONS_ENV = "THREADKEEP_TEST_SQL_PARTITIONS"  # N: every store hash-partitioned N ways
+READ_URL_ENV = "THREADKEEP_TEST_SQL_READ_URL"  # a standby's URL: stores read from it
+POOLER_URL_ENV = "THREADKEEP_TEST_SQL_POOLER_URL"  # a transaction-mode PgBouncer's URL
 
 StoreFactory = Callable[..., Awaitable[SqlStore]]
 
@@ -52,6 +59,79 @@ async def drop_schema(url: str, schema: str) -> None:
         await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
     finally:
         await conn.close()
+
+
+async def _admin(url: str, statement: str, database: str | None = None) -> None:
+    target = make_url(url).set(database=database) if database else make_url(url)
+    conn = await asyncpg.connect(asyncpg_dsn(target.render_as_string(hide_password=False)))
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+@dataclass
+class PgTarget:
+    """Where a PostgreSQL store of a test lives and how the test reads it back directly.
+
+    Attributes:
+        url: The store URL.
+        options: ``SqlStore`` keyword arguments (schema, and the variant's options).
+        dsn: An asyncpg DSN of the primary database, bypassing any pooler or standby.
+        search_path: The schema the store's tables are in.
+    """
+
+    url: str
+    options: dict[str, Any] = field(default_factory=dict)
+    dsn: str = ""
+    search_path: str = "public"
+
+
+@pytest.fixture(scope="session")
+def pooled_database() -> Iterator[str | None]:
+    """With ``THREADKEEP_TEST_SQL_POOLER_URL``: a database of this session's own, else ``None``.
+
+    Session state (``search_path``) does not survive a transaction pooler, so pooled stores
+    cannot live in per-test schemas: they share one database made for the session, whose
+    ``public`` schema each test empties first (see :func:`pg_target`).
+    """
+    if not os.environ.get(POOLER_URL_ENV):
+        yield None
+        return
+    url = postgres_url()
+    name = f"tk_pooled_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_admin(url, f'CREATE DATABASE "{name}"'))
+    yield name
+    asyncio.run(_admin(url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def pg_target(pooled_database: str | None) -> AsyncIterator[PgTarget]:
+    """A fresh, empty place for a PostgreSQL store, in the variant the environment names."""
+    url = postgres_url()
+    if pooled_database is not None:
+        await _admin(url, "DROP SCHEMA public CASCADE; CREATE SCHEMA public", pooled_database)
+        direct = make_url(url).set(database=pooled_database)
+        pooled = make_url(os.environ[POOLER_URL_ENV]).set(database=pooled_database)
+        yield PgTarget(
+            url=pooled.render_as_string(hide_password=False),
+            options={"pooler": "transaction", **_variant_options()},
+            dsn=asyncpg_dsn(direct.render_as_string(hide_password=False)),
+        )
+        return
+    schema = await create_schema(url)
+    options = {"schema": schema, **_variant_options()}
+    yield PgTarget(url=url, options=options, dsn=asyncpg_dsn(url), search_path=schema)
+    await drop_schema(url, schema)
+
+
+def _variant_options() -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if os.environ.get(PARTITIONS_ENV):
+        options["partitions"] = int(os.environ[PARTITIONS_ENV])
+    if os.environ.get(READ_URL_ENV):
+        options["read_url"] = os.environ[READ_URL_ENV]
+    return options
 
 
 @pytest.fixture

@@ -15,11 +15,12 @@ from uuid import UUID
 
 import asyncpg
 import pytest
-from sqlalchemy.engine import make_url
 
 from threadkeep import Store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 from threadkeep_sql import SqlStore
+
+from .conftest import PgTarget
 
 CHATS_SQL = "SELECT body, deleted_at IS NOT NULL FROM chats"
 MESSAGES_SQL = (
@@ -51,14 +52,18 @@ class TestSqliteContract(StoreContract):
 
 
 class TestPostgresContract(StoreContract):
-    """PostgreSQL, a fresh schema per test."""
+    """PostgreSQL, a fresh schema per test.
+
+    The environment can make every store partitioned, read from a standby or connect through
+    a transaction-mode PgBouncer (``conftest.pg_target``); the back door always reads the
+    primary directly.
+    """
 
     @pytest.fixture
-    def store_factory(self, pg_schema: tuple[str, str]) -> Callable[..., Store]:
-        url, schema = pg_schema  # conftest: a fresh schema, dropped after the test
-        self.dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-        self.schema = schema
-        return lambda **options: SqlStore(url, schema=schema, **options)
+    def store_factory(self, pg_target: PgTarget) -> Callable[..., Store]:
+        self.dsn = pg_target.dsn  # conftest: a fresh schema or database, dropped after
+        self.schema = pg_target.search_path
+        return lambda **options: SqlStore(pg_target.url, **{**pg_target.options, **options})
 
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
         conn = await asyncpg.connect(self.dsn, server_settings={"search_path": self.schema})

@@ -122,7 +122,13 @@ class ArchiveMixin(SqlBase):
             ids = [m.message_id for m in wanted]
             stored = (
                 set(
-                    (await conn.execute(sa.select(_m.message_id).where(_m.message_id.in_(ids))))
+                    (
+                        await conn.execute(
+                            sa.select(_m.message_id).where(
+                                _m.chat_id == chat_id, _m.message_id.in_(ids)
+                            )
+                        )
+                    )
                     .scalars()
                     .all()
                 )

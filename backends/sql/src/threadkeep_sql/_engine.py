@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import event
@@ -40,11 +41,13 @@ from sqlalchemy.pool import StaticPool
 from threadkeep import InvalidArgument, ThreadkeepError
 
 from ._errors import map_native_errors
+from ._replica import ReadRouter
 from ._runner import Compiled, PgRunner, Runner
 
 __all__ = ["POSTGRES_QUERY_KEYS", "SCHEMES", "Database", "Dialect", "normalize_url"]
 
 Dialect = Literal["postgresql", "sqlite"]
+T = TypeVar("T")
 
 SCHEMES: dict[str, str] = {
     "sqlite+aiosqlite": "sqlite+aiosqlite",
@@ -66,6 +69,12 @@ _REPORTED = (asyncpg.PostgresError, SQLAlchemyError, ThreadkeepError)
 POSTGRES_QUERY_KEYS = frozenset(
     {
         "schema",  # threadkeep's own: the PostgreSQL schema (see SqlStore)
+        # threadkeep's own scale options (_options.SCALE_QUERY_KEYS):
+        "partitions",
+        "read_url",
+        "read_wait",
+        "read_consistency",
+        "pooler",
         "host",  # SQLAlchemy: several hosts
         "port",
         "prepared_statement_cache_size",  # SQLAlchemy's asyncpg dialect
@@ -207,6 +216,12 @@ def _check_postgres_query(url: URL) -> None:
     raise InvalidArgument(msg)
 
 
+def _unique_statement_name() -> str:
+    # Unique per statement, so a pooler that hands out another server connection never
+    # meets a name it has seen (SQLAlchemy's asyncpg dialect, "Prepared Statement Name").
+    return f"__threadkeep_{uuid.uuid4().hex}__"
+
+
 def _is_memory(url: URL) -> bool:
     return url.database == ":memory:"
 
@@ -244,23 +259,30 @@ class Database:
     _held: list[tuple[AsyncConnection, Any]] = field(default_factory=list)
     _held_max: int = 0
     _compiled: Compiled | None = None
+    _router: ReadRouter | None = None
 
     @classmethod
-    def create(cls, url: URL, *, schema: str | None = None, pool_size: int = 10) -> Database:
+    def create(
+        cls, url: URL, *, schema: str | None = None, pool_size: int = 10, pooled: bool = False
+    ) -> Database:
         """Build the engine for ``url`` (no I/O yet).
 
         Args:
             url: A normalized URL (see :func:`normalize_url`).
             schema: PostgreSQL only: the schema to use (``search_path``); it must exist.
             pool_size: Pooled connections kept open (PostgreSQL and SQLite files).
+            pooled: PostgreSQL only: the URL reaches the server through a pooler in
+                transaction mode (see :meth:`_create_pooled`).
 
         Raises:
-            InvalidArgument: If ``schema`` is given for SQLite.
+            InvalidArgument: If ``schema`` is given for SQLite, or with ``pooled``.
         """
         if url.get_backend_name() == "sqlite":
             if schema is not None:
                 raise InvalidArgument("the 'schema' option is for PostgreSQL only")
             return cls._create_sqlite(url, pool_size)
+        if pooled:
+            return cls._create_pooled(url, schema, pool_size)
         connect_args: dict[str, Any] = {"timeout": 10}
         if schema is not None:
             connect_args["server_settings"] = {"search_path": schema}
@@ -276,6 +298,43 @@ class Database:
             _held_max=pool_size,
             _compiled=Compiled(engine.dialect),
         )
+
+    @classmethod
+    def _create_pooled(cls, url: URL, schema: str | None, pool_size: int) -> Database:
+        """PostgreSQL behind a transaction-mode pooler (PgBouncer ``pool_mode = transaction``).
+
+        The pooler lends a server connection for one transaction, so nothing may outlive
+        one: asyncpg's statement cache is off (``statement_cache_size=0``), SQLAlchemy's too
+        (``prepared_statement_cache_size=0``) and its prepared statements get unique names
+        (``prepared_statement_name_func``), as the SQLAlchemy asyncpg dialect documents for
+        PgBouncer. Every operation, reads included, is a transaction (no ``AUTOCOMMIT``
+        statements on kept connections, no direct asyncpg runner): a statement's Parse and
+        its Bind then reach the same server connection.
+
+        Raises:
+            InvalidArgument: If ``schema`` is given: ``search_path`` is session state, which
+                a transaction pooler does not keep (give the role a default search_path
+                with ``ALTER ROLE ... SET search_path`` instead).
+        """
+        if schema is not None:
+            msg = (
+                "the 'schema' option sets search_path for the session, which a transaction "
+                "pooler does not keep; give the role a default (ALTER ROLE name SET "
+                "search_path = ...) or connect to a database of its own"
+            )
+            raise InvalidArgument(msg)
+        connect_args: dict[str, Any] = {
+            "timeout": 10,
+            "statement_cache_size": 0,
+            "prepared_statement_name_func": _unique_statement_name,
+        }
+        engine = create_async_engine(
+            url.update_query_dict({"prepared_statement_cache_size": "0"}),
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            connect_args=connect_args,
+        )
+        return cls(engine=engine, dialect="postgresql", _single=engine, _reader=engine)
 
     @classmethod
     def _create_sqlite(cls, url: URL, pool_size: int) -> Database:
@@ -372,27 +431,62 @@ class Database:
         (see :mod:`threadkeep_sql._runner`), SQLite through SQLAlchemy.
         """
         if write:
-            return self._runner(self.engine, transaction=True, write=True)
+            return self._noted(self._runner(self.engine, transaction=True, write=True))
+        if self._router is not None:
+            return self._router.route(Database.read_runner_here)
+        return self.read_runner_here()
+
+    def read_runner_here(self) -> AbstractAsyncContextManager[Runner]:
+        """Like ``runner()`` for reads, but always on this database (never a read replica)."""
         return self._runner(self._reader, transaction=False, write=False)
 
     def read(self) -> AbstractAsyncContextManager[AsyncConnection]:
-        """Return an async context manager giving a connection for reads."""
-        if self.dialect == "postgresql":
+        """Return an async context manager giving a connection for reads.
+
+        With a read replica (:meth:`route_reads`) it may be a connection to the standby.
+        """
+        if self._router is not None:
+            return self._router.route(Database.read_here)
+        return self.read_here()
+
+    def read_here(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """Like :meth:`read`, but always on this database (never a read replica)."""
+        if self._compiled is not None:
             return self._conn_only()
         return self._enter(self._reader, transaction=False, write=False)
 
     def write(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """Return an async context manager for one self-atomic write statement."""
-        if self.dialect == "postgresql":
-            return self._conn_only()
-        return self._enter(self.engine, transaction=True, write=True)
+        if self._compiled is not None:
+            return self._noted(self._conn_only())
+        return self._noted(self._enter(self.engine, transaction=True, write=True))
 
     def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
         """Return an async context manager for an all-or-nothing group of statements."""
-        return self._enter(self.engine, transaction=True, write=True)
+        return self._noted(self._enter(self.engine, transaction=True, write=True))
+
+    def route_reads(self, standby: Database, wait: float, *, strong: bool = True) -> ReadRouter:
+        """Send this database's reads to ``standby`` from now on (see :mod:`._replica`).
+
+        Args:
+            standby: The streaming-replication standby's database.
+            wait: Seconds a fenced read waits for the standby to replay what it must see.
+            strong: Fence every read, not only those after this store's writes.
+
+        Returns:
+            The router (its counters say where reads went).
+        """
+        self._router = ReadRouter(self, standby, wait, strong=strong)
+        return self._router
+
+    def _noted(self, operation: AbstractAsyncContextManager[T]) -> AbstractAsyncContextManager[T]:
+        """Return ``operation``, recording its end for read-your-writes if reads are routed."""
+        return operation if self._router is None else self._router.noting(operation)
 
     async def dispose(self) -> None:
-        """Close every pooled connection; never raises."""
+        """Close every pooled connection (the standby's too); never raises."""
+        if self._router is not None:
+            await self._router.standby.dispose()
         held, self._held = self._held, []
         try:
             with map_native_errors():

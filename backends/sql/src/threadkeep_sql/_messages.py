@@ -131,6 +131,7 @@ _FIND_NESTED_BY_AGUI = (
 _REPLACE = (
     sa.update(messages)
     .where(
+        _m.chat_id == sa.bindparam("b_chat_id"),  # prunes a partitioned table to one partition
         _m.message_id == sa.bindparam("b_message_id"),
         _m.revision == sa.bindparam("expected"),
         _m.deleted_at.is_(None),
@@ -335,6 +336,7 @@ class MessagesMixin(SqlBase):
     ) -> Message | None:
         message = prepared.message
         params = {
+            "b_chat_id": message.chat_id,
             "b_message_id": message.message_id,
             "expected": expected_revision,
             "b_body": prepared.body,

@@ -9,23 +9,19 @@ page is a keyset walk on the primary key ``(chat_id, seq)``: ``WHERE chat_id = :
 :before ORDER BY seq DESC LIMIT :n`` is one descent of that index whatever the depth, so a
 page 500,000 messages deep costs what the first does (OFFSET would read and discard every
 row before it). The same key is what makes messages partitionable without changing a query:
-on PostgreSQL, ``messages`` and ``message_refs`` would become ``PARTITION BY HASH
-(chat_id)`` tables (for example 64 partitions, ``FOR VALUES WITH (MODULUS 64, REMAINDER
-n)``), each partition carrying its own ``(chat_id, seq)`` primary key and
-``(chat_id, agui_id)`` unique index, which PostgreSQL allows because both contain the
-partition key. Every query that names a chat then prunes to one partition; ``message_id``
-uniqueness would move to the application (UUIDv4) or a small id -> chat lookup table
-(because a unique index on a partitioned table must include the partition key), and the
-lookups by message, tool-call or reasoning id, which carry no ``chat_id``, would read that
-table first (as ``archived_ids`` already does for archived chats). The next step is Citus
-with ``chat_id`` as the distribution column (co-locating ``messages``, ``message_refs``,
-``steps`` and ``runs``), and cold chats go to object storage through the archive service.
-Partitioning is not implemented here; the schema is ready for it.
+with ``partitions=N`` the per-chat tables are ``PARTITION BY HASH (chat_id)`` tables
+(:mod:`threadkeep_sql._partition`), every primary key and unique index contains ``chat_id``,
+and every per-chat statement prunes to one partition. ``read_url`` sends reads to a
+streaming standby with read-your-writes (:mod:`threadkeep_sql._replica`); ``pooler`` makes
+the driver work through a transaction-mode pooler (:class:`threadkeep_sql._engine.Database`).
+The next steps, Citus with ``chat_id`` as the distribution column and the cold tier on object
+storage, are in ``docs/scaling.md``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,6 +39,8 @@ from ._engine import SCHEMES, Database, normalize_url
 from ._errors import _chain
 from ._messages import _last_messages_statement
 from ._migrate import upgrade_to_head
+from ._options import ScaleOptions
+from ._partition import partition_count
 
 __all__ = ["SqlStore"]
 
@@ -115,6 +113,19 @@ async def _require_schema(conn: AsyncConnection, schema: str) -> None:
         raise InvalidArgument(msg + " or leave out the 'schema' option")
 
 
+async def _require_partitions(conn: AsyncConnection, wanted: int) -> None:
+    """Fail clearly when ``partitions=N`` meets a store laid out otherwise."""
+    found = await conn.run_sync(partition_count)
+    if found != wanted:
+        layout = "unpartitioned" if found == 0 else f"partitioned {found} ways"
+        msg = (
+            f"the store is {layout}, not {wanted} partitions; convert it with "
+            f"`threadkeep-sql partition URL --partitions {wanted}` (docs/scaling.md) or "
+            "leave out the partitions option"
+        )
+        raise InvalidArgument(msg)
+
+
 class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
@@ -130,6 +141,20 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
             ``?schema=NAME``. It must exist (``open`` raises ``InvalidArgument`` otherwise);
             default: the connection's ``search_path``.
         pool_size: Pooled connections (the pool may grow to twice this under load).
+        partitions: PostgreSQL only (also ``?partitions=N``): a new store's per-chat tables
+            are hash-partitioned by ``chat_id`` into ``N`` partitions (2 to 1024); an
+            existing store with another layout raises ``InvalidArgument`` on ``open``
+            (convert it with ``threadkeep-sql partition``). Default: what the store has.
+        read_url: PostgreSQL only (also ``?read_url=URL``, percent-encoded): a streaming
+            standby that serves reads (see :mod:`threadkeep_sql._replica`).
+        read_wait: Seconds (0 to 60, default 1) a read waits for the standby to replay
+            what it must see before it is sent to the primary (also ``?read_wait=``).
+        read_consistency: ``"strong"`` (default; also ``?read_consistency=``): every read
+            sees every write committed before it, from any process; ``"session"``: a
+            caller sees its own writes, others' once the standby replays them.
+        pooler: ``"transaction"`` (also ``?pooler=transaction``) when the URL (and
+            ``read_url``) reach PostgreSQL through a transaction-mode pooler such as
+            PgBouncer; it cannot be combined with ``schema``.
         **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``,
             ``max_message_bytes``, ``message_model``, ``chat_model``).
 
@@ -152,10 +177,27 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
     )
 
     def __init__(
-        self, url: str, *, schema: str | None = None, pool_size: int = 10, **options: Any
+        self,
+        url: str,
+        *,
+        schema: str | None = None,
+        pool_size: int = 10,
+        partitions: int | None = None,
+        read_url: str | None = None,
+        read_wait: float | None = None,
+        read_consistency: str | None = None,
+        pooler: str | None = None,
+        **options: Any,
     ) -> None:
         super().__init__(url, **options)
-        self._sa_url: URL = normalize_url(url)
+        self._sa_url, self._scale = ScaleOptions.take(
+            normalize_url(url),
+            partitions=partitions,
+            read_url=read_url,
+            read_wait=read_wait,
+            read_consistency=read_consistency,
+            pooler=pooler,
+        )
         in_url = self._sa_url.query.get("schema")
         if in_url is not None:
             if schema is not None and schema != in_url:
@@ -165,18 +207,28 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
             self._sa_url = self._sa_url.difference_update_query(["schema"])
         self._schema = schema
         self._pool_size = pool_size
-        Database.create(self._sa_url, schema=schema, pool_size=pool_size)  # validate options
+        self._database(self._sa_url)  # validate options
+
+    def _database(self, url: URL) -> Database:
+        pooled = self._scale.pooler is not None
+        return Database.create(url, schema=self._schema, pool_size=self._pool_size, pooled=pooled)
 
     async def _open(self) -> None:
         if self._sa_url.get_backend_name() == "sqlite":
             await asyncio.to_thread(_require_folder, self._sa_url.database)
-        self._db = Database.create(self._sa_url, schema=self._schema, pool_size=self._pool_size)
+        self._db = self._database(self._sa_url)
+        if self._scale.read_url is not None:
+            standby = self._database(self._scale.read_url)
+            strong = self._scale.read_consistency == "strong"
+            self._db.route_reads(standby, self._scale.read_wait, strong=strong)
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
         try:
             async with self._db.transaction() as conn:
                 if self._schema is not None:
                     await _require_schema(conn, self._schema)
-                await conn.run_sync(upgrade_to_head)
+                await conn.run_sync(partial(upgrade_to_head, partitions=self._scale.partitions))
+                if self._scale.partitions is not None:
+                    await _require_partitions(conn, self._scale.partitions)
         except BackendUnavailable as exc:
             await self._db.dispose()
             problem = _login_problem(exc, self._sa_url)
