@@ -83,6 +83,7 @@ from ._runs import Run, RunStatus, Step, StepStatus, StepType
 from ._settings import DEFAULT_URL, Settings, load_settings
 from ._store import Store
 from ._store_chats import ErasureReceipt
+from ._store_load import LoadReport
 from ._store_context import trim_orphan_tool_results
 from ._store_core import as_utc
 
@@ -121,6 +122,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidContent",
     "InvalidCursor",
+    "LoadReport",
     "Message",
     "MessageFilter",
     "MessageKind",

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from ._store_load import LoadOps
 from ._store_run_batch import RunBatchOps
 
 __all__ = ["Store"]
 
 
-class Store(RunBatchOps):
+class Store(LoadOps, RunBatchOps):
     """Durable chat history on one backend; subclass it to write a driver.
 
     A store is opened and closed around use::

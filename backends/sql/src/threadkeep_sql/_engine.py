@@ -364,6 +364,23 @@ class Database:
             async with self._enter(engine, transaction=transaction, write=write) as conn:
                 yield Runner(conn)
 
+    @asynccontextmanager
+    async def raw_transaction(self) -> AsyncIterator[Any]:
+        """PostgreSQL: a transaction on a pooled asyncpg connection, for bulk statements.
+
+        Yields the asyncpg connection inside ``connection.transaction()`` (committed when
+        the block ends, rolled back on an exception); what ``COPY``
+        (``copy_records_to_table``) needs and SQLAlchemy has no API for. Native errors are
+        mapped as everywhere else (``map_native_errors``).
+
+        Raises:
+            RuntimeError: On SQLite (a bug in the caller: use :meth:`transaction`).
+        """
+        if self._compiled is None:
+            raise RuntimeError("raw_transaction is for PostgreSQL only")
+        async with self._autocommit() as (_conn, driver), driver.transaction():
+            yield driver
+
     def runner(self, *, write: bool = False) -> AbstractAsyncContextManager[Runner]:
         """Return an async context manager giving a :class:`Runner` for one operation.
 

@@ -41,6 +41,7 @@ from ._chats import ChatsMixin
 from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
 from ._errors import _chain
+from ._load import LoadMixin
 from ._messages import _last_messages_statement
 from ._migrate import upgrade_to_head
 
@@ -115,7 +116,7 @@ async def _require_schema(conn: AsyncConnection, schema: str) -> None:
         raise InvalidArgument(msg + " or leave out the 'schema' option")
 
 
-class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
+class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),
