@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._archive import ArchiveTests
 from ._arguments import ArgumentTests
 from ._boundaries import BoundaryTests
+from ._bulk import BulkLoadTests
 from ._capabilities import CapabilityTests
 from ._content import ContentTests
 from ._deletion import DeletionTests
@@ -22,6 +23,7 @@ __all__ = ["AREA_MIXINS", "StoreContract"]
 class StoreContract(
     OrderingTests,
     IdempotencyTests,
+    BulkLoadTests,
     ContentTests,
     PageTests,
     BoundaryTests,
@@ -59,6 +61,7 @@ class StoreContract(
 AREA_MIXINS: tuple[type, ...] = (
     OrderingTests,
     IdempotencyTests,
+    BulkLoadTests,
     ContentTests,
     PageTests,
     BoundaryTests,
