@@ -61,12 +61,14 @@ class BulkLoadTests(ContractBase):
         page = await store.list_messages(chat.chat_id, limit=200)
         assert [m.agui_id for m in page.items] == [f"bulk-{n}" for n in range(23)]
         stored = await store.get_message_by_agui_id(chat.chat_id, "bulk-10")
-        assert stored is not None and stored.tool_calls[0].arguments == '{"n": 10}'
+        assert stored is not None
+        assert stored.tool_calls[0].arguments == '{"n": 10}'
         call = await store.get_tool_call(stored.tool_calls[0].tool_call_id)
         assert call.agui_id == "bulk-call-10"
         assert (await store.get_chat(chat.chat_id)).last_message_at is not None
         after = await store.append_message(chat.chat_id, Message(role="user", content="next"))
-        assert after.seq is not None and after.seq > seqs[-1]
+        assert after.seq is not None
+        assert after.seq > seqs[-1]
 
     @pytest.mark.asyncio
     async def test_rerun_writes_nothing(self, store: Store) -> None:
@@ -106,13 +108,15 @@ class BulkLoadTests(ContractBase):
         assert (report.created, report.present) == (1, 1)
         other = Message(role="user", agui_id="r-2", content="y")
         with pytest.raises(IdempotencyConflict):
-            await store.load_messages(chat.chat_id, [other, other.model_copy(update={"content": "z"})])
+            await store.load_messages(
+                chat.chat_id, [other, other.model_copy(update={"content": "z"})]
+            )
         assert [r.agui_id for r in await self.raw_messages(store, chat.chat_id)] == ["r-1"]
 
     @pytest.mark.parametrize("bad", ["nan", "surrogate", "too_large", "not_a_message"])
     @pytest.mark.asyncio
     async def test_content_checks_refuse_the_batch(self, store: Store, bad: str) -> None:
-        """Every check of ``append_messages`` holds; the batch with the bad message is not written."""
+        """Every check of ``append_messages`` holds; the batch holding it is not written."""
         chat = await store.create_chat("u-bulk", f"t-bad-{bad}")
         messages: list[object] = list(_history(4))
         if bad == "nan":

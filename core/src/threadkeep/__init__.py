@@ -83,9 +83,9 @@ from ._runs import Run, RunStatus, Step, StepStatus, StepType
 from ._settings import DEFAULT_URL, Settings, load_settings
 from ._store import Store
 from ._store_chats import ErasureReceipt
-from ._store_load import LoadReport
 from ._store_context import trim_orphan_tool_results
 from ._store_core import as_utc
+from ._store_load import LoadReport
 
 __version__ = "0.1.0"
 

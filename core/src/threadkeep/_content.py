@@ -173,13 +173,8 @@ _CLEAN_TYPES = frozenset({int, bool, type(None), UUID, datetime})
 
 def _content_problem(value: Any) -> tuple[list[object], str] | None:
     """Return the keys leading to the first value no store can keep exactly, and why."""
-    if _is_clean(value):
-        return None
-    if isinstance(value, str):
-        at = _surrogate_at(value)
-        return None if at is None else ([], f"holds a lone UTF-16 surrogate at position {at}")
-    if isinstance(value, float):
-        return None if math.isfinite(value) else ([], _NON_FINITE)
+    if isinstance(value, str | float) or _is_clean(value):
+        return _leaf_problem(value)
     for key, item in _children(value):
         if not _is_clean(key):
             if isinstance(key, str) and (at := _surrogate_at(key)) is not None:
@@ -194,12 +189,22 @@ def _content_problem(value: Any) -> tuple[list[object], str] | None:
     return None
 
 
+def _leaf_problem(value: Any) -> tuple[list[object], str] | None:
+    """``_content_problem`` of a string, a float or a clean leaf."""
+    if _is_clean(value):
+        return None
+    if isinstance(value, str):
+        at = _surrogate_at(value)
+        return None if at is None else ([], f"holds a lone UTF-16 surrogate at position {at}")
+    if isinstance(value, float) and not math.isfinite(value):
+        return [], _NON_FINITE
+    return None
+
+
 def _is_clean(value: Any) -> bool:
     """Whether ``value`` is a leaf that cannot hold a surrogate or a NaN (a quick test)."""
     kind = type(value)
-    return (kind is str and value.isascii()) or kind in _CLEAN_TYPES or (
-        kind is list and not value
-    )
+    return (kind is str and value.isascii()) or kind in _CLEAN_TYPES or (kind is list and not value)
 
 
 def check_content(value: Any, what: str) -> None:

@@ -118,7 +118,7 @@ class LoadOps(MessageOps):
         size = as_count(batch_size, "batch_size", minimum=1)
         if size > MAX_LOAD_BATCH:
             raise InvalidArgument(f"batch_size is at most {MAX_LOAD_BATCH}, not {size}")
-        if isinstance(messages, str | bytes) or isinstance(messages, Message):
+        if isinstance(messages, str | bytes | Message):
             raise InvalidArgument("messages is an iterable of messages, not one value")
         report = LoadReport()
         async for batch in _batches(messages, size):

@@ -21,7 +21,9 @@ the record has an ``id``) and message ``n`` of a record has ``agui_id`` ``openai
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -41,8 +43,12 @@ __all__ = ["MESSAGE_LIST_KEYS", "convert_message", "import_openai", "thread_id_f
 MESSAGE_LIST_KEYS = ("messages", "traj")
 """Where a record keeps its message list, in the order they are looked up."""
 
-_BATCH = 1000
-"""Messages per ``append_messages`` call; a longer record is appended in several batches."""
+_BATCH = 5000
+"""Messages per batch of ``load_messages``; a longer record is loaded in several batches."""
+
+_MAPPING = "openai-1"
+"""Part of every record digest: change it when the mapping changes, so a re-import of a
+file imported with the old mapping converts its records again instead of trusting them."""
 
 _MAPPED_KEYS = frozenset({"role", "tool_calls", "tool_call_id"})
 _ROLE_VALUES = frozenset(role.value for role in Role)
@@ -68,8 +74,11 @@ async def import_openai(
     """Import an OpenAI chat-completions transcript file into ``store``.
 
     Every record of the file is checked and converted before anything is written, so a
-    malformed record anywhere writes nothing. Messages then go in with ``append_messages``
-    in batches of up to 1,000 (all or nothing per batch). See the module docstring for the
+    malformed record anywhere writes nothing. Messages then go in with ``load_messages``
+    (the store's bulk path: ``COPY`` on PostgreSQL) in batches of up to 5,000 (all or
+    nothing per batch), and the record's digest is stored in the chat's
+    ``metadata["source"]["digest"]``; a re-import finds a record whose digest is stored
+    with one read and neither converts nor writes it. See the module docstring for the
     mapping and the deterministic keys.
 
     Args:
@@ -94,9 +103,12 @@ async def import_openai(
     """
     source = Path(path)
     records, lines = read_records(source)
+    digests = [record_digest(record) for record in records]
+    present = await _present_records(store, user_id, source.name, records, digests)
     conversations = [
         _conversation(record, source.name, index, lines[index], store.max_message_bytes)
         for index, record in enumerate(records)
+        if index not in present
     ]
     first_with: dict[str, str] = {}
     for conversation in conversations:
@@ -123,13 +135,67 @@ async def import_openai(
             )
             raise InvalidArgument(msg)
     report = ImportReport()
+    for found in present.values():
+        report.merge(found)
     if progress is not None:
         progress(0, len(records))  # checked: writing starts
-    for index, conversation in enumerate(conversations):
-        report.merge(await _store_conversation(store, user_id, conversation))
+        if present:
+            progress(len(present), len(records))
+    pending = [i for i in range(len(records)) if i not in present]
+    for done, (index, conversation) in enumerate(zip(pending, conversations, strict=True)):
+        report.merge(await _store_conversation(store, user_id, conversation, digests[index]))
         if progress is not None:
-            progress(index + 1, len(records))
+            progress(len(present) + done + 1, len(records))
     return report
+
+
+def record_digest(record: Any) -> str:
+    """Return the SHA-256 (hex) of a record's JSON, as it is in the file (its import proof).
+
+    An import stores it in the chat's ``metadata["source"]["digest"]`` once every message of
+    the record is stored; a re-import whose record has the same digest finds the chat
+    complete with one read and converts nothing.
+    """
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(f"{_MAPPING}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+async def _present_records(
+    store: Store, user_id: str, file_name: str, records: list[Any], digests: list[str]
+) -> dict[int, ImportReport]:
+    """Return the records a previous import stored completely, with their counts.
+
+    One read per record (``find_chat``): the chat's stored digest equals the record's.
+    """
+    present: dict[int, ImportReport] = {}
+    threads = [thread_id_for(file_name, index, record) for index, record in enumerate(records)]
+    repeated = {t for t, n in Counter(threads).items() if n > 1}  # refused by the checks
+    for index, record in enumerate(records):
+        if not isinstance(record, dict | list) or threads[index] in repeated:
+            continue  # refused by the checks that follow
+        try:
+            threads[index].encode("utf-8")
+        except UnicodeEncodeError:
+            continue  # a lone surrogate in the id: refused by the checks that follow
+        chat = await store.find_chat(user_id, threads[index])
+        source = chat.metadata.get("source") if chat is not None else None
+        if isinstance(source, dict) and source.get("digest") == digests[index]:
+            entries = _raw_entries(record)
+            calls = sum(len(e.get("tool_calls") or []) for e in entries if isinstance(e, dict))
+            present[index] = ImportReport(
+                chats_present=1, messages_present=len(entries), tool_calls_present=calls
+            )
+    return present
+
+
+def _raw_entries(record: Any) -> list[Any]:
+    if isinstance(record, list):
+        return record
+    for key in MESSAGE_LIST_KEYS:
+        if isinstance(record.get(key), list):
+            entries: list[Any] = record[key]
+            return entries
+    return []
 
 
 def thread_id_for(file_name: str, index: int, record: Any) -> str:
@@ -194,8 +260,9 @@ def _entries(record: Any, where: str) -> list[Any]:
 
 
 async def _store_conversation(
-    store: Store, user_id: str, conversation: _Conversation
+    store: Store, user_id: str, conversation: _Conversation, digest: str
 ) -> ImportReport:
+    """Store one record's chat and messages (``Store.load_messages``), then its digest."""
     report = ImportReport()
     chat = await store.find_chat(user_id, conversation.thread_id)
     if chat is None:
@@ -208,24 +275,23 @@ async def _store_conversation(
         report.chats_created += 1
     else:
         report.chats_present += 1
-    for start in range(0, len(conversation.messages), _BATCH):
-        batch = conversation.messages[start : start + _BATCH]
-        try:
-            stored = await store.append_messages(chat.chat_id, batch)
-        except IdempotencyConflict as exc:
-            msg = (
-                f"{conversation.where} was imported before with different content (chat "
-                f"{chat.chat_id}); import it under another --user, or delete that chat first"
-            )
-            raise IdempotencyConflict(msg) from exc
-        for sent, kept in zip(batch, stored, strict=True):
-            # The store keeps the client's message_id; an earlier copy has another one.
-            if kept.message_id == sent.message_id:
-                report.messages_created += 1
-                report.tool_calls_created += len(sent.tool_calls)
-            else:
-                report.messages_present += 1
-                report.tool_calls_present += len(kept.tool_calls)
+    try:
+        loaded = await store.load_messages(chat.chat_id, conversation.messages, batch_size=_BATCH)
+    except IdempotencyConflict as exc:
+        msg = (
+            f"{conversation.where} was imported before with different content (chat "
+            f"{chat.chat_id}); import it under another --user, or delete that chat first"
+        )
+        raise IdempotencyConflict(msg) from exc
+    report.messages_created += loaded.created
+    report.messages_present += loaded.present
+    report.tool_calls_created += loaded.tool_calls_created
+    report.tool_calls_present += loaded.tool_calls_present
+    # Written last: a digest in the chat proves every message of the record is stored.
+    source = dict(conversation.metadata.get("source", {}))
+    await store.update_chat(
+        chat.chat_id, metadata={**chat.metadata, "source": {**source, "digest": digest}}
+    )
     return report
 
 
