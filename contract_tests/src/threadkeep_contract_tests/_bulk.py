@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 from uuid import uuid4
 
 import pytest
@@ -118,7 +118,7 @@ class BulkLoadTests(ContractBase):
     async def test_content_checks_refuse_the_batch(self, store: Store, bad: str) -> None:
         """Every check of ``append_messages`` holds; the batch holding it is not written."""
         chat = await store.create_chat("u-bulk", f"t-bad-{bad}")
-        messages: list[object] = list(_history(4))
+        messages: list[Any] = list(_history(4))
         if bad == "nan":
             messages.append(Message(role="user", content="n", metadata={"x": math.nan}))
         elif bad == "surrogate":

@@ -211,7 +211,9 @@ def _records(
             )
         )
         for position, call in enumerate(m.tool_calls):
-            refs.append((chat_id, seq, "tool_call", position, call.tool_call_id, _key(call.agui_id)))
+            refs.append(
+                (chat_id, seq, "tool_call", position, call.tool_call_id, _key(call.agui_id))
+            )
         for position, reasoning in enumerate(m.reasonings):
             item_id = reasoning.reasoning_id
             refs.append((chat_id, seq, "reasoning", position, item_id, _key(reasoning.agui_id)))

@@ -41,6 +41,7 @@ from ._chats import ChatsMixin
 from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
 from ._errors import _chain
+from ._group import GroupCommitter
 from ._load import LoadMixin
 from ._messages import _last_messages_statement
 from ._migrate import upgrade_to_head
@@ -173,6 +174,8 @@ class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
             await asyncio.to_thread(_require_folder, self._sa_url.database)
         self._db = Database.create(self._sa_url, schema=self._schema, pool_size=self._pool_size)
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
+        if self._db.dialect == "postgresql":
+            self._group = GroupCommitter(self._append_alone, self._db.raw_connection)
         try:
             async with self._db.transaction() as conn:
                 if self._schema is not None:
@@ -189,4 +192,6 @@ class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
             raise
 
     async def _close(self) -> None:
+        if self._group is not None:
+            await self._group.close()
         await self._db.dispose()
