@@ -16,6 +16,7 @@ from ._pages import PageTests
 from ._property import StateMachineTests
 from ._steps import StepTests
 from ._time import TimeTests
+from ._writers import ConcurrentWriterTests
 
 __all__ = ["AREA_MIXINS", "StoreContract"]
 
@@ -24,6 +25,7 @@ class StoreContract(
     OrderingTests,
     IdempotencyTests,
     BulkLoadTests,
+    ConcurrentWriterTests,
     ContentTests,
     PageTests,
     BoundaryTests,
@@ -62,6 +64,7 @@ AREA_MIXINS: tuple[type, ...] = (
     OrderingTests,
     IdempotencyTests,
     BulkLoadTests,
+    ConcurrentWriterTests,
     ContentTests,
     PageTests,
     BoundaryTests,
