@@ -138,6 +138,19 @@ class BulkLoadTests(ContractBase):
         assert await self.raw_messages(store, chat.chat_id) == []
 
     @pytest.mark.asyncio
+    async def test_a_bad_message_in_a_later_batch_keeps_the_earlier_ones(
+        self, store: Store
+    ) -> None:
+        """Batches before the refused one are stored; the refused one and later are not."""
+        chat = await store.create_chat("u-bulk", "t-later")
+        messages: list[Any] = list(_history(12))
+        messages[9] = Message(role="user", agui_id="bad", content="lone \ud800")
+        with pytest.raises(InvalidContent):
+            await store.load_messages(chat.chat_id, messages, batch_size=4)
+        rows = await self.raw_messages(store, chat.chat_id)
+        assert [r.agui_id for r in rows] == [f"bulk-{n}" for n in range(8)]
+
+    @pytest.mark.asyncio
     async def test_async_iterable_and_mappings(self, store: Store) -> None:
         """An async iterable of mappings is consumed in order, batch by batch."""
         chat = await store.create_chat("u-bulk", "t-async")

@@ -17,6 +17,8 @@ fails the batch with ``IdempotencyConflict``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +26,7 @@ from itertools import islice
 from typing import Any
 from uuid import UUID
 
+from ._boundary_rules import is_compaction
 from ._content import PreparedMessage
 from ._errors import CapabilityNotSupported, Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
@@ -39,6 +42,9 @@ DEFAULT_LOAD_BATCH = 5000
 MAX_LOAD_BATCH = 50_000
 """The largest batch ``load_messages`` accepts: a batch is held in memory and written in
 one transaction."""
+
+_YIELD_EVERY = 500
+"""Messages encoded between two yields to the event loop while a batch is prepared."""
 
 
 @dataclass
@@ -121,13 +127,52 @@ class LoadOps(MessageOps):
         if isinstance(messages, str | bytes | Message):
             raise InvalidArgument("messages is an iterable of messages, not one value")
         report = LoadReport()
-        async for batch in _batches(messages, size):
-            await self._load_batch(chat_id, batch, report)
+        writing: asyncio.Future[None] | None = None
+        try:
+            async for batch in _batches(messages, size):
+                try:
+                    prepared = await self._prepare_load(chat_id, batch)
+                    if writing is not None and any(is_compaction(p.message) for p in prepared):
+                        await writing  # compaction rules read what is stored before the batch
+                        writing = None
+                    if writing is None:
+                        await self._check_compactions(chat_id, prepared)
+                    else:  # the batch before, then this one (its rules saw the one before)
+                        await writing
+                except BaseException:
+                    if writing is not None and not writing.done():
+                        # Batches are written in order and the first failure is the one
+                        # reported: the batch before stands, or its error replaces this one.
+                        await writing
+                    raise
+                writing = asyncio.ensure_future(self._load_batch(chat_id, prepared, report))
+            if writing is not None:
+                await writing
+        finally:
+            if writing is not None and not writing.done():
+                writing.cancel()
+                with contextlib.suppress(BaseException):
+                    await writing
         return report
 
-    async def _load_batch(self, chat_id: UUID, batch: list[Any], report: LoadReport) -> None:
-        prepared = [self.prepare(self._coerce_message(m, chat_id)) for m in batch]
-        await self._check_compactions(chat_id, prepared)
+    async def _prepare_load(self, chat_id: UUID, batch: list[Any]) -> list[PreparedMessage]:
+        """Check and encode a batch, yielding to the loop now and then.
+
+        The yields let the batch before this one stream to the database meanwhile: encoding
+        (client CPU) overlaps the write (database time).
+        """
+        prepared = []
+        for start in range(0, len(batch), _YIELD_EVERY):
+            prepared += [
+                self.prepare(self._coerce_message(m, chat_id))
+                for m in batch[start : start + _YIELD_EVERY]
+            ]
+            await asyncio.sleep(0)
+        return prepared
+
+    async def _load_batch(
+        self, chat_id: UUID, prepared: list[PreparedMessage], report: LoadReport
+    ) -> None:
         unique, positions = _dedupe_batch(prepared)
         created = await self._bulk_write(chat_id, unique)
         if created is None:
