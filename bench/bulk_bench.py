@@ -211,7 +211,7 @@ def _schema(url: str) -> str:
     return str(make_url(url).query["schema"])
 
 
-async def line_load(count: int, reps: int, batch: int, sqlite: bool) -> list[Line]:
+async def line_load(count: int, reps: int, batch: int, sqlite: bool, rerun: bool) -> list[Line]:
     base = bench_url()
     pg, pg_again = Line("PostgreSQL load", count), Line("PostgreSQL re-run", count)
     lite, lite_again = Line("SQLite load", count), Line("SQLite re-run", count)
@@ -235,7 +235,8 @@ async def line_load(count: int, reps: int, batch: int, sqlite: bool) -> list[Lin
             await drop_schema(url)
         if sqlite:
             await _sqlite_load(lite, lite_again, count, rep, batch)
-    return [pg, pg_again] + ([lite, lite_again] if sqlite else [])
+    lines = [pg, pg_again] if rerun else [pg]
+    return lines + ([lite, lite_again] if sqlite else [])
 
 
 async def _load(store: Store, chat_id: uuid.UUID, count: int) -> None:
@@ -378,6 +379,7 @@ async def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--batch", type=int, default=5000, help="messages per batch")
     parser.add_argument("--no-sqlite", action="store_true")
+    parser.add_argument("--no-rerun", action="store_true", help="load: skip the PostgreSQL re-run")
     parser.add_argument("--only", choices=["load", "import"], action="append")
     parser.add_argument("--chats", type=int, default=200, help="import: records in the file")
     parser.add_argument("--per-chat", type=int, default=100, help="import: messages per record")
@@ -388,7 +390,9 @@ async def main() -> None:
     if "import" in only:
         lines += await line_import(args.reps, not args.no_sqlite, args.chats, args.per_chat)
     if "load" in only:
-        lines += await line_load(args.messages, args.reps, args.batch, not args.no_sqlite)
+        lines += await line_load(
+            args.messages, args.reps, args.batch, not args.no_sqlite, not args.no_rerun
+        )
     print(f"\nresults (median of {args.reps}; end: {load()})")
     for line in lines:
         line.report(base="raw COPY" if "raw COPY" in line.times else "raw executemany")

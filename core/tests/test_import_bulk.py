@@ -7,6 +7,7 @@ import json
 import pytest
 
 from threadkeep import IdempotencyConflict, open_store
+from threadkeep._importers import _write as write_step
 from threadkeep._importers import openai as openai_importer
 from threadkeep._importers.openai import import_openai, record_digest
 
@@ -94,7 +95,7 @@ async def test_a_changed_message_is_refused_and_the_old_proof_stays(tmp_path, ur
 
 
 async def test_a_long_record_goes_in_several_batches(tmp_path, memory_url, monkeypatch):
-    monkeypatch.setattr(openai_importer, "_BATCH", 4)
+    monkeypatch.setattr(write_step, "LOAD_BATCH", 4)
     path = tmp_path / "long.json"
     path.write_text(json.dumps([_record(0, 5)]))
     async with open_store(memory_url) as store:
@@ -105,3 +106,57 @@ async def test_a_long_record_goes_in_several_batches(tmp_path, memory_url, monke
         seqs = [m.seq for m in (await store.list_messages(chat.chat_id, limit=200)).items]
         assert seqs == sorted(seqs)
         assert len(seqs) == 16
+
+
+async def test_a_large_json_lines_file_is_streamed(tmp_path, memory_url, monkeypatch):
+    from threadkeep._importers import _files
+
+    monkeypatch.setattr(_files, "STREAM_BYTES", 200)
+    monkeypatch.setattr(write_step, "STREAM_BYTES", 200)
+
+    def never(path: object) -> None:
+        raise AssertionError("a large JSON Lines file was read whole")
+
+    monkeypatch.setattr(_files, "read_records", never)
+    converted: list[int] = []
+    real = openai_importer._conversation
+
+    def counting(record: object, file_name: str, index: int, *rest: object) -> object:
+        converted.append(index)
+        return real(record, file_name, index, *rest)
+
+    monkeypatch.setattr(openai_importer, "_conversation", counting)
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(json.dumps(_record(i, 2)) for i in range(5)) + "\n\n")
+    async with open_store(memory_url) as store:
+        report = await import_openai(store, path, user_id="u")
+        # Checked in the first pass, converted again to write in the second: nothing kept.
+        assert converted == [0, 1, 2, 3, 4] * 2
+        assert (report.chats_created, report.messages_created) == (5, 35)
+        chat = await store.find_chat("u", "openai:big.jsonl:id=conv-4")
+        assert chat is not None
+        assert len((await store.list_messages(chat.chat_id, limit=200)).items) == 7
+        converted.clear()
+        again = await import_openai(store, path, user_id="u")
+        assert converted == []
+        assert (again.chats_present, again.messages_present) == (5, 35)
+
+
+async def test_a_bad_line_in_a_streamed_file_writes_nothing(tmp_path, memory_url, monkeypatch):
+    from threadkeep import InvalidArgument
+    from threadkeep._importers import _files
+
+    monkeypatch.setattr(_files, "STREAM_BYTES", 200)
+    monkeypatch.setattr(write_step, "STREAM_BYTES", 200)
+    path = tmp_path / "big.jsonl"
+    lines = [json.dumps(_record(i, 1)) for i in range(4)]
+    lines[3] = '{"messages": [{"role": "wizard", "content": "x"}]}'
+    path.write_text("\n".join(lines) + "\n")
+    async with open_store(memory_url) as store:
+        with pytest.raises(InvalidArgument, match=r"big.jsonl: record 3 \(line 4\)"):
+            await import_openai(store, path, user_id="u")
+        assert (await store.list_chats({"user_id": "u"})).items == []
+        path.write_text("\n".join(lines[:3]) + "\n{not json\n")
+        with pytest.raises(InvalidArgument, match="line 4 does not parse"):
+            await import_openai(store, path, user_id="u")
+        assert (await store.list_chats({"user_id": "u"})).items == []

@@ -21,19 +21,19 @@ the record has an ``id``) and message ``n`` of a record has ``agui_id`` ``openai
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections import Counter
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._content import prepare_message, validate_model
-from .._errors import IdempotencyConflict, InvalidArgument
+from .._errors import InvalidArgument
 from .._models import Message, Role
 from . import ImportReport, ProgressCallback
-from ._files import check_record, read_records
+from ._files import check_record
+from ._write import import_records
+from ._write import record_digest as digest_of
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -42,9 +42,6 @@ __all__ = ["MESSAGE_LIST_KEYS", "convert_message", "import_openai", "thread_id_f
 
 MESSAGE_LIST_KEYS = ("messages", "traj")
 """Where a record keeps its message list, in the order they are looked up."""
-
-_BATCH = 5000
-"""Messages per batch of ``load_messages``; a longer record is loaded in several batches."""
 
 _MAPPING = "openai-1"
 """Part of every record digest: change it when the mapping changes, so a re-import of a
@@ -102,90 +99,31 @@ async def import_openai(
             records before the failing one stay imported and a re-run completes the rest.
     """
     source = Path(path)
-    records, lines = read_records(source)
-    digests = [record_digest(record) for record in records]
-    present = await _present_records(store, user_id, source.name, records, digests)
-    conversations = [
-        _conversation(record, source.name, index, lines[index], store.max_message_bytes)
-        for index, record in enumerate(records)
-        if index not in present
-    ]
-    first_with: dict[str, str] = {}
-    for conversation in conversations:
-        # The chat as the store would build it, refused now rather than after earlier writes.
-        chat = validate_model(
-            store.chat_model,
-            {
-                "user_id": user_id,
-                "thread_id": conversation.thread_id,
-                "name": conversation.name,
-                "metadata": conversation.metadata,
-            },
-        )
-        try:
-            store.record_body(chat)
-        except InvalidArgument as exc:
-            raise type(exc)(f"{conversation.where}: {exc}") from exc
-        earlier = first_with.setdefault(conversation.thread_id, conversation.where)
-        if earlier is not conversation.where:
-            msg = (
-                f"{conversation.where} has the same id as "
-                f"{earlier.removeprefix(source.name + ': ')}; ids within a file must be unique "
-                '(5 and "5" are the same id)'
-            )
-            raise InvalidArgument(msg)
-    report = ImportReport()
-    for found in present.values():
-        report.merge(found)
-    if progress is not None:
-        progress(0, len(records))  # checked: writing starts
-        if present:
-            progress(len(present), len(records))
-    pending = [i for i in range(len(records)) if i not in present]
-    for done, (index, conversation) in enumerate(zip(pending, conversations, strict=True)):
-        report.merge(await _store_conversation(store, user_id, conversation, digests[index]))
-        if progress is not None:
-            progress(len(present) + done + 1, len(records))
-    return report
+    max_bytes = store.max_message_bytes
+    return await import_records(
+        store,
+        source,
+        user_id=user_id,
+        progress=progress,
+        mapping=_MAPPING,
+        convert=lambda record, index, line: _conversation(
+            record, source.name, index, line, max_bytes
+        ),
+        thread_of=lambda index, record: thread_id_for(source.name, index, record),
+        count_of=_counts,
+    )
 
 
 def record_digest(record: Any) -> str:
-    """Return the SHA-256 (hex) of a record's JSON, as it is in the file (its import proof).
-
-    An import stores it in the chat's ``metadata["source"]["digest"]`` once every message of
-    the record is stored; a re-import whose record has the same digest finds the chat
-    complete with one read and converts nothing.
-    """
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
-    return hashlib.sha256(f"{_MAPPING}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+    """Return a record's import proof (see :func:`._write.record_digest`), this mapping's."""
+    return digest_of(record, _MAPPING)
 
 
-async def _present_records(
-    store: Store, user_id: str, file_name: str, records: list[Any], digests: list[str]
-) -> dict[int, ImportReport]:
-    """Return the records a previous import stored completely, with their counts.
-
-    One read per record (``find_chat``): the chat's stored digest equals the record's.
-    """
-    present: dict[int, ImportReport] = {}
-    threads = [thread_id_for(file_name, index, record) for index, record in enumerate(records)]
-    repeated = {t for t, n in Counter(threads).items() if n > 1}  # refused by the checks
-    for index, record in enumerate(records):
-        if not isinstance(record, dict | list) or threads[index] in repeated:
-            continue  # refused by the checks that follow
-        try:
-            threads[index].encode("utf-8")
-        except UnicodeEncodeError:
-            continue  # a lone surrogate in the id: refused by the checks that follow
-        chat = await store.find_chat(user_id, threads[index])
-        source = chat.metadata.get("source") if chat is not None else None
-        if isinstance(source, dict) and source.get("digest") == digests[index]:
-            entries = _raw_entries(record)
-            calls = sum(len(e.get("tool_calls") or []) for e in entries if isinstance(e, dict))
-            present[index] = ImportReport(
-                chats_present=1, messages_present=len(entries), tool_calls_present=calls
-            )
-    return present
+def _counts(record: Any) -> tuple[int, int]:
+    """A record's messages and tool calls, counted on the raw record (no conversion)."""
+    entries = _raw_entries(record)
+    calls = sum(len(e.get("tool_calls") or []) for e in entries if isinstance(e, dict))
+    return len(entries), calls
 
 
 def _raw_entries(record: Any) -> list[Any]:
@@ -257,42 +195,6 @@ def _entries(record: Any, where: str) -> list[Any]:
             return entries
     hint = ' (a single message? wrap the list as {"messages": [...]})' if "role" in record else ""
     raise InvalidArgument(f"{where} has no 'messages' or 'traj' list{hint}")
-
-
-async def _store_conversation(
-    store: Store, user_id: str, conversation: _Conversation, digest: str
-) -> ImportReport:
-    """Store one record's chat and messages (``Store.load_messages``), then its digest."""
-    report = ImportReport()
-    chat = await store.find_chat(user_id, conversation.thread_id)
-    if chat is None:
-        chat = await store.create_chat(
-            user_id,
-            conversation.thread_id,
-            name=conversation.name,
-            metadata=conversation.metadata,
-        )
-        report.chats_created += 1
-    else:
-        report.chats_present += 1
-    try:
-        loaded = await store.load_messages(chat.chat_id, conversation.messages, batch_size=_BATCH)
-    except IdempotencyConflict as exc:
-        msg = (
-            f"{conversation.where} was imported before with different content (chat "
-            f"{chat.chat_id}); import it under another --user, or delete that chat first"
-        )
-        raise IdempotencyConflict(msg) from exc
-    report.messages_created += loaded.created
-    report.messages_present += loaded.present
-    report.tool_calls_created += loaded.tool_calls_created
-    report.tool_calls_present += loaded.tool_calls_present
-    # Written last: a digest in the chat proves every message of the record is stored.
-    source = dict(conversation.metadata.get("source", {}))
-    await store.update_chat(
-        chat.chat_id, metadata={**chat.metadata, "source": {**source, "digest": digest}}
-    )
-    return report
 
 
 def convert_message(entry: Any, position: int, *, where: str = "message") -> Message:
