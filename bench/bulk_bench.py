@@ -29,7 +29,6 @@ import json
 import os
 import sqlite3
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -40,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+from sql_bench import MESSAGE_COPY_COLUMNS, bench_url
+from sql_bench import dsn as sql_dsn
 from sqlalchemy.engine import make_url
 
 from threadkeep import Message, Store, open_store
@@ -47,41 +48,19 @@ from threadkeep._importers.agui import import_agui
 from threadkeep._importers.openai import import_openai
 from threadkeep_sql.testing import create_schema, drop_schema
 
-COLUMNS = (
-    "chat_id",
-    "seq",
-    "message_id",
-    "agui_id",
-    "role",
-    "kind",
-    "revision",
-    "created_at",
-    "updated_at",
-    "fingerprint",
-    "body",
-)
+COLUMNS = (*MESSAGE_COPY_COLUMNS[:3], "agui_id", *MESSAGE_COPY_COLUMNS[3:])
+"""The ``messages`` columns a raw load writes: ``sql_bench``'s, with the ``agui_id``."""
 
 
 def load() -> str:
-    """Return the load average and core count, for the printout."""
+    """Return the load averages and core count, for the printout."""
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
 
 
-def bench_url() -> str:
-    url = os.environ.get("THREADKEEP_TEST_POSTGRES_URL")
-    if not url:
-        sys.exit("THREADKEEP_TEST_POSTGRES_URL is not set; source /tmp/tk-services.env")
-    return make_url(url).set(database="threadkeep_bench").render_as_string(hide_password=False)
-
-
 def dsn(url: str) -> str:
-    return (
-        make_url(url)
-        .set(drivername="postgresql")
-        .difference_update_query(["schema"])
-        .render_as_string(hide_password=False)
-    )
+    """The asyncpg DSN of a store URL (its ``?schema=`` left out)."""
+    return sql_dsn(make_url(url).difference_update_query(["schema"]).render_as_string(False))
 
 
 def history(count: int, prefix: str = "m") -> Iterator[Message]:

@@ -51,8 +51,9 @@ class ConcurrentWriterTests(ContractBase):
         for w, stored in enumerate(results):
             assert [m.content for m in stored] == [f"{w}:{n}" for n in range(PER_WRITER)]
             assert [m.agui_id for m in stored] == [f"w{w}-{n}" for n in range(PER_WRITER)]
-            seqs = [m.seq for m in stored]
+            seqs = [m.seq or 0 for m in stored]
             assert seqs == sorted(seqs)
+            assert 0 not in seqs
             assert {m.chat_id for m in stored} == {chats[w % len(chats)].chat_id}
         for chat in chats:
             rows = await self.raw_messages(store, chat.chat_id)
@@ -63,7 +64,7 @@ class ConcurrentWriterTests(ContractBase):
             for stored in results:
                 for message in stored:
                     if message.chat_id == chat.chat_id:
-                        assert by_seq[message.seq].message_id == message.message_id
+                        assert by_seq[message.seq or 0].message_id == message.message_id
 
     @pytest.mark.asyncio
     async def test_a_failing_writer_fails_alone(self, store: Store) -> None:

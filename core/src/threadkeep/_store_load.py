@@ -164,11 +164,22 @@ class LoadOps(MessageOps):
         prepared = []
         for start in range(0, len(batch), _YIELD_EVERY):
             prepared += [
-                self.prepare(self._coerce_message(m, chat_id))
+                self.prepare(self._coerce_loaded(m, chat_id))
                 for m in batch[start : start + _YIELD_EVERY]
             ]
             await asyncio.sleep(0)
         return prepared
+
+    def _coerce_loaded(self, message: Any, chat_id: UUID) -> Message:
+        """``_coerce_message`` without validating a ``Message`` instance a second time.
+
+        A model instance was validated when it was built (its validators ran then), so it
+        is copied with the store-assigned fields reset, as ``_coerce_message`` sets them;
+        mappings are validated. The content checks all run in ``prepare`` either way.
+        """
+        if isinstance(message, Message) and type(message).__pydantic_complete__:
+            return message.model_copy(update=_fresh(chat_id))
+        return self._coerce_message(message, chat_id)
 
     async def _load_batch(
         self, chat_id: UUID, prepared: list[PreparedMessage], report: LoadReport
@@ -221,6 +232,11 @@ class LoadOps(MessageOps):
             if not created and not self._same_payload(stored, item):
                 raise IdempotencyConflict(_conflict_text(stored))
         return [stored.seq if created else None for stored, created in results]
+
+
+def _fresh(chat_id: UUID) -> dict[str, Any]:
+    """The store-assigned fields of a message about to be appended to ``chat_id``."""
+    return {"chat_id": chat_id, "seq": None, "revision": 0, "updated_at": None, "deleted_at": None}
 
 
 def _as_stored(item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) -> Message:
