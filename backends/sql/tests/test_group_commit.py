@@ -10,7 +10,7 @@ import pytest
 
 from threadkeep import ChatNotFound, Conflict, IdempotencyConflict, Message
 from threadkeep_sql import SqlStore
-from threadkeep_sql._group import GroupCommitter
+from threadkeep_sql._group import MAX_INFLIGHT, GroupCommitter
 
 
 @pytest.fixture
@@ -45,8 +45,9 @@ async def test_concurrent_appends_are_coalesced(pg_store: SqlStore, groups: list
         for n in range(40)
     ]
     stored = await asyncio.gather(*appends)
-    # The first append runs alone; the 39 queued behind it go in one statement.
-    assert groups == [39]
+    # The first MAX_INFLIGHT (4) appends run alone; the 36 queued behind them go in one
+    # statement.
+    assert groups == [40 - MAX_INFLIGHT]
     assert [m.content for m in stored] == [str(n) for n in range(40)]
     for chat in chats:
         page = await pg_store.list_messages(chat.chat_id, limit=200)
@@ -66,10 +67,10 @@ async def test_a_failing_group_retries_each_append_alone(
     await pg_store.append_message(chat.chat_id, Message(role="user", agui_id="d", content="v1"))
     groups.clear()
     special = {
-        2: (chat.chat_id, Message(role="user", content="x", message_id=taken.message_id)),
-        4: (gone.chat_id, Message(role="user", content="to a deleted chat")),
-        6: (chat.chat_id, Message(role="user", agui_id="d", content="v2")),
-        8: (chat.chat_id, Message(role="user", agui_id="d", content="v1")),
+        5: (chat.chat_id, Message(role="user", content="x", message_id=taken.message_id)),
+        6: (gone.chat_id, Message(role="user", content="to a deleted chat")),
+        7: (chat.chat_id, Message(role="user", agui_id="d", content="v2")),
+        10: (chat.chat_id, Message(role="user", agui_id="d", content="v1")),
     }
 
     async def one(n: int) -> Message:
@@ -78,17 +79,18 @@ async def test_a_failing_group_retries_each_append_alone(
         return await pg_store.append_message(chat_id, message)
 
     outcomes = await asyncio.gather(*(one(n) for n in range(12)), return_exceptions=True)
-    # 0 runs alone, 1-11 queue; 8 repeats 6's agui_id, so it waits for the next group (where
-    # it is alone). The taken message_id fails the group statement as a whole; every append
-    # of it is then written alone, so only its own caller sees the Conflict.
-    assert groups == [10]
-    assert isinstance(outcomes[2], Conflict)
-    assert isinstance(outcomes[4], ChatNotFound)
-    assert isinstance(outcomes[6], IdempotencyConflict)
-    retry = outcomes[8]
+    # 0-3 run alone (MAX_INFLIGHT), 4-11 queue; 10 repeats 7's agui_id, so it waits for the
+    # next group (where it is alone). The taken message_id fails the group statement as a
+    # whole; every append of it is then written alone, so only its caller sees the Conflict.
+    assert MAX_INFLIGHT == 4
+    assert groups == [7]
+    assert isinstance(outcomes[5], Conflict)
+    assert isinstance(outcomes[6], ChatNotFound)
+    assert isinstance(outcomes[7], IdempotencyConflict)
+    retry = outcomes[10]
     assert isinstance(retry, Message)
     assert retry.content == "v1"
-    for n in (0, 1, 3, 5, 7, 9, 10, 11):
+    for n in (0, 1, 2, 3, 4, 8, 9, 11):
         outcome = outcomes[n]
         assert isinstance(outcome, Message), (n, outcome)
         assert outcome.content == str(n)

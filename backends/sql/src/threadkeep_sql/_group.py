@@ -5,10 +5,11 @@ a time) pays one statement, one commit and one WAL flush per append. :class:`Gro
 coalesces them: while one group is being written, the appends that arrive queue up, and the
 next group writes all of them in one statement (one commit), whatever their chats:
 
-- an append that finds the committer idle runs alone at once, in its own task, with the
-  one-statement append of :mod:`threadkeep_sql._pg_append` (no added latency for a lone
-  writer); appends arriving meanwhile are queued and a background task writes them, a group
-  (up to :data:`MAX_GROUP` appends) at a time, until the queue is empty;
+- an append that finds fewer than :data:`MAX_INFLIGHT` statements in flight runs alone at
+  once, in its own task, with the one-statement append of :mod:`threadkeep_sql._pg_append`
+  (no added latency for a few writers); past that, appends queue, and as each statement
+  finishes a background task writes the queue as one group (up to :data:`MAX_GROUP`
+  appends), so the number of statements in flight stays bounded however many writers;
 - the group statement (:data:`GROUP_APPEND`) locks the group's chats in ``chat_id`` order
   (so two groups, or a group and another writer, never deadlock), leaves out each append
   whose ``agui_id`` the chat stores already and each chat that is not hot, reserves every
@@ -29,7 +30,6 @@ way; they are rarer, and their statements are already one round trip.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,10 +40,14 @@ from threadkeep import PreparedMessage
 
 from ._schema import escape_key
 
-__all__ = ["GROUP_APPEND", "MAX_GROUP", "GroupCommitter"]
+__all__ = ["GROUP_APPEND", "MAX_GROUP", "MAX_INFLIGHT", "GroupCommitter"]
 
 MAX_GROUP = 256
 """Appends written by one group statement at most (a count)."""
+
+MAX_INFLIGHT = 4
+"""Statements of one store's appends in flight at once: below it an append is sent alone
+at once; at it, appends queue and go in the next group statement."""
 
 GROUP_APPEND = """
 WITH u AS (
@@ -132,9 +136,9 @@ class GroupCommitter:
     def __init__(self, lone: Lone, raw: Raw) -> None:
         self._lone = lone
         self._raw = raw
-        self._busy = False
+        self._inflight = 0
         self._queue: list[_Pending] = []
-        self._drainer: asyncio.Task[None] | None = None
+        self._drainers: set[asyncio.Task[None]] = set()
 
     async def append(self, chat_id: UUID, item: PreparedMessage, now: datetime) -> int | None:
         """Append one message (no nested items); return its seq, or ``None`` if not inserted.
@@ -146,38 +150,37 @@ class GroupCommitter:
             ThreadkeepError: This append's own error (``Conflict``, ``InvalidArgument``,
                 ``BackendUnavailable``...), never another caller's.
         """
-        if not self._busy:
-            self._busy = True
+        if self._inflight < MAX_INFLIGHT:
+            self._inflight += 1
             try:
                 return await self._lone(chat_id, item, now)
             finally:
-                self._busy = False
-                self._start_drainer()
+                self._inflight -= 1
+                self._start_drainers()
         pending = _Pending(chat_id, item, now)
         self._queue.append(pending)
         return await asyncio.shield(pending.done)
 
     async def close(self) -> None:
         """Wait for queued appends to be written (called before the pool closes)."""
-        drainer = self._drainer
-        if drainer is not None:
-            with contextlib.suppress(Exception):
-                await drainer
+        while self._drainers:
+            await asyncio.gather(*self._drainers, return_exceptions=True)
 
-    def _start_drainer(self) -> None:
-        if self._queue and not self._busy:
-            self._busy = True
-            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+    def _start_drainers(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._queue and self._inflight < MAX_INFLIGHT:
+            self._inflight += 1
+            group, self._queue = _take_group(self._queue)
+            task = loop.create_task(self._drain(group))
+            self._drainers.add(task)
+            task.add_done_callback(self._drainers.discard)
 
-    async def _drain(self) -> None:
+    async def _drain(self, group: list[_Pending]) -> None:
         try:
-            while self._queue:
-                group, self._queue = _take_group(self._queue)
-                await self._write(group)
+            await self._write(group)
         finally:
-            self._busy = False
-            self._drainer = None
-            self._start_drainer()  # an append queued between the last check and here
+            self._inflight -= 1
+            self._start_drainers()
 
     async def _write(self, group: list[_Pending]) -> None:
         if len(group) == 1:
