@@ -45,7 +45,7 @@ async def test_concurrent_appends_are_coalesced(pg_store: SqlStore, groups: list
         for n in range(40)
     ]
     stored = await asyncio.gather(*appends)
-    # The first MAX_INFLIGHT (4) appends run alone; the 36 queued behind them go in one
+    # The first MAX_INFLIGHT appends run alone; the rest, queued behind them, go in one
     # statement.
     assert groups == [40 - MAX_INFLIGHT]
     assert [m.content for m in stored] == [str(n) for n in range(40)]
@@ -66,11 +66,12 @@ async def test_a_failing_group_retries_each_append_alone(
     taken = await pg_store.append_message(chat.chat_id, Message(role="user", content="first"))
     await pg_store.append_message(chat.chat_id, Message(role="user", agui_id="d", content="v1"))
     groups.clear()
+    k = MAX_INFLIGHT  # appends 0..k-1 are sent alone; k..k+7 queue
     special = {
-        5: (chat.chat_id, Message(role="user", content="x", message_id=taken.message_id)),
-        6: (gone.chat_id, Message(role="user", content="to a deleted chat")),
-        7: (chat.chat_id, Message(role="user", agui_id="d", content="v2")),
-        10: (chat.chat_id, Message(role="user", agui_id="d", content="v1")),
+        k + 1: (chat.chat_id, Message(role="user", content="x", message_id=taken.message_id)),
+        k + 2: (gone.chat_id, Message(role="user", content="to a deleted chat")),
+        k + 3: (chat.chat_id, Message(role="user", agui_id="d", content="v2")),
+        k + 6: (chat.chat_id, Message(role="user", agui_id="d", content="v1")),
     }
 
     async def one(n: int) -> Message:
@@ -78,25 +79,24 @@ async def test_a_failing_group_retries_each_append_alone(
         chat_id, message = special.get(n, default)
         return await pg_store.append_message(chat_id, message)
 
-    outcomes = await asyncio.gather(*(one(n) for n in range(12)), return_exceptions=True)
-    # 0-3 run alone (MAX_INFLIGHT), 4-11 queue; 10 repeats 7's agui_id, so it waits for the
-    # next group (where it is alone). The taken message_id fails the group statement as a
-    # whole; every append of it is then written alone, so only its caller sees the Conflict.
-    assert MAX_INFLIGHT == 4
+    outcomes = await asyncio.gather(*(one(n) for n in range(k + 8)), return_exceptions=True)
+    # k + 6 repeats k + 3's agui_id, so it waits for the next group (where it is alone). The
+    # taken message_id fails the group statement as a whole; every append of it is then
+    # written alone, so only its caller sees the Conflict.
     assert groups == [7]
-    assert isinstance(outcomes[5], Conflict)
-    assert isinstance(outcomes[6], ChatNotFound)
-    assert isinstance(outcomes[7], IdempotencyConflict)
-    retry = outcomes[10]
+    assert isinstance(outcomes[k + 1], Conflict)
+    assert isinstance(outcomes[k + 2], ChatNotFound)
+    assert isinstance(outcomes[k + 3], IdempotencyConflict)
+    retry = outcomes[k + 6]
     assert isinstance(retry, Message)
     assert retry.content == "v1"
-    for n in (0, 1, 2, 3, 4, 8, 9, 11):
+    for n in [*range(k + 1), k + 4, k + 5, k + 7]:
         outcome = outcomes[n]
         assert isinstance(outcome, Message), (n, outcome)
         assert outcome.content == str(n)
     page = await pg_store.list_messages(chat.chat_id, limit=200)
-    assert len(page.items) == 2 + 8
-    assert len({m.message_id for m in page.items}) == 10
+    assert len(page.items) == 2 + k + 4
+    assert len({m.message_id for m in page.items}) == 2 + k + 4
 
 
 async def test_a_retry_never_shares_a_group_with_its_original(

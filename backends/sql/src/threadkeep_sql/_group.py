@@ -45,9 +45,11 @@ __all__ = ["GROUP_APPEND", "MAX_GROUP", "MAX_INFLIGHT", "GroupCommitter"]
 MAX_GROUP = 256
 """Appends written by one group statement at most (a count)."""
 
-MAX_INFLIGHT = 4
+MAX_INFLIGHT = 8
 """Statements of one store's appends in flight at once: below it an append is sent alone
-at once; at it, appends queue and go in the next group statement."""
+at once; at it, appends queue and go in the next group statement. Measured here
+(``bench/writers_bench.py``), sending a queue of a few appends as a group cost more than
+sending them alone, so grouping starts only past 8 concurrent appends."""
 
 GROUP_APPEND = """
 WITH u AS (
