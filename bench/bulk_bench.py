@@ -194,18 +194,18 @@ async def line_load(count: int, reps: int, batch: int, sqlite: bool, rerun: bool
     base = bench_url()
     pg, pg_again = Line("PostgreSQL load", count), Line("PostgreSQL re-run", count)
     lite, lite_again = Line("SQLite load", count), Line("SQLite re-run", count)
+    rows = raw_rows(uuid.uuid4(), count)  # built once: each repetition has its own schema
     for rep in range(reps):
         url = await create_schema(base, prefix="tk_bulk")
         try:
             async with open_store(url) as store:  # migrates the schema
                 chat = await store.create_chat("bench", "load")
-                rows = raw_rows(uuid.uuid4(), count)
                 steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
                     ("raw COPY", functools.partial(pg_raw_copy, url, rows, batch)),
                     ("load_messages", functools.partial(_load, store, chat.chat_id, count)),
                 ]
                 await _run_steps(pg, steps, rep, "PostgreSQL")
-                del rows, steps
+                del steps
                 pg_again.add(
                     "load_messages",
                     await timed(functools.partial(_load, store, chat.chat_id, count)),
@@ -214,6 +214,7 @@ async def line_load(count: int, reps: int, batch: int, sqlite: bool, rerun: bool
             await drop_schema(url)
         if sqlite:
             await _sqlite_load(lite, lite_again, count, rep, batch)
+    del rows
     lines = [pg, pg_again] if rerun else [pg]
     return lines + ([lite, lite_again] if sqlite else [])
 
