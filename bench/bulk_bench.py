@@ -229,7 +229,9 @@ async def _run_steps(
     """Time each step once, in an order that alternates with the repetition."""
     for name, action in steps if rep % 2 == 0 else steps[::-1]:
         print(f"    rep {rep + 1}: {what} {name} ... {load()}", flush=True)
-        line.add(name, await timed(action))
+        seconds = await timed(action)
+        line.add(name, seconds)
+        print(f"    rep {rep + 1}: {what} {name}: {seconds:.2f} s", flush=True)
 
 
 async def _sqlite_load(lite: Line, again: Line, count: int, rep: int, batch: int) -> None:
