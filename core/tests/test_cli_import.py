@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,9 @@ def test_json_lines_traj_and_record_ids(cli, transcripts, sqlite_url):
         "openai:runs.jsonl:2",
     }
     source = threads["openai:runs.jsonl:id=conv-7"]["metadata"]["source"]
+    digest = source.pop("digest")  # the import's proof that the record is stored whole
+    assert re.fullmatch("[0-9a-f]{64}", digest)
+    assert source.pop("counts") == {"messages": 5, "tool_calls": 1}  # as converted
     assert source == {"format": "openai", "file": "runs.jsonl", "record": 0, "score": 0.5}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import threadkeep._importers.openai as openai_importer
+import threadkeep._importers._write as write_step
 
 GOOD = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
 
@@ -48,7 +48,7 @@ def test_content_the_store_would_refuse_writes_nothing(cli, tmp_path, sqlite_url
 
 def test_ctrl_c_says_what_was_committed(cli, transcripts, sqlite_url, monkeypatch):
     path = transcripts.write("five.json", [GOOD] * 5)
-    real = openai_importer._store_conversation
+    real = write_step.store_conversation
     calls = 0
 
     async def interrupted_on_the_third(*args: Any, **kwargs: Any) -> Any:
@@ -58,13 +58,13 @@ def test_ctrl_c_says_what_was_committed(cli, transcripts, sqlite_url, monkeypatc
             raise KeyboardInterrupt
         return await real(*args, **kwargs)
 
-    monkeypatch.setattr(openai_importer, "_store_conversation", interrupted_on_the_third)
+    monkeypatch.setattr(write_step, "store_conversation", interrupted_on_the_third)
     result = cli("import", str(path), "--format", "openai", "--url", sqlite_url)
     assert result.exit_code == 130
     line = cli.one_line_error(result, "interrupted: 2 of 5 records of five.json are imported")
     assert "run the same command again" in line
     assert stats(cli, sqlite_url)["chats"] == 2
-    monkeypatch.setattr(openai_importer, "_store_conversation", real)
+    monkeypatch.setattr(write_step, "store_conversation", real)
     assert cli("import", str(path), "--format", "openai", "--url", sqlite_url).exit_code == 0
     assert stats(cli, sqlite_url)["chats"] == 5  # the re-run finished the import
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._archive import ArchiveTests
 from ._arguments import ArgumentTests
 from ._boundaries import BoundaryTests
+from ._bulk import BulkLoadTests
 from ._capabilities import CapabilityTests
 from ._content import ContentTests
 from ._deletion import DeletionTests
@@ -15,6 +16,7 @@ from ._pages import PageTests
 from ._property import StateMachineTests
 from ._steps import StepTests
 from ._time import TimeTests
+from ._writers import ConcurrentWriterTests
 
 __all__ = ["AREA_MIXINS", "StoreContract"]
 
@@ -22,6 +24,8 @@ __all__ = ["AREA_MIXINS", "StoreContract"]
 class StoreContract(
     OrderingTests,
     IdempotencyTests,
+    BulkLoadTests,
+    ConcurrentWriterTests,
     ContentTests,
     PageTests,
     BoundaryTests,
@@ -59,6 +63,8 @@ class StoreContract(
 AREA_MIXINS: tuple[type, ...] = (
     OrderingTests,
     IdempotencyTests,
+    BulkLoadTests,
+    ConcurrentWriterTests,
     ContentTests,
     PageTests,
     BoundaryTests,

@@ -87,6 +87,7 @@ from ._store import Store
 from ._store_chats import ErasureReceipt
 from ._store_context import trim_orphan_tool_results
 from ._store_core import as_utc
+from ._store_load import LoadReport
 
 # One source for the version: the distribution's metadata, written from core/pyproject.toml.
 __version__: str = _metadata.version("threadkeep")
@@ -124,6 +125,7 @@ __all__ = [
     "InvalidArgument",
     "InvalidContent",
     "InvalidCursor",
+    "LoadReport",
     "Message",
     "MessageFilter",
     "MessageKind",

@@ -167,24 +167,44 @@ _NON_FINITE = "is NaN or infinite, which has no JSON form and cannot be stored e
     "store null, a string or a finite number instead"
 )
 _REPLACE = "replace it (for example with U+FFFD) before writing"
+_CLEAN_TYPES = frozenset({int, bool, type(None), UUID, datetime})
+"""Types that can hold neither a surrogate nor a non-finite float (checked by ``type is``)."""
 
 
 def _content_problem(value: Any) -> tuple[list[object], str] | None:
     """Return the keys leading to the first value no store can keep exactly, and why."""
-    if isinstance(value, str):
-        at = _surrogate_at(value)
-        return None if at is None else ([], f"holds a lone UTF-16 surrogate at position {at}")
-    if isinstance(value, float):
-        return None if math.isfinite(value) else ([], _NON_FINITE)
+    if isinstance(value, str | float) or _is_clean(value):
+        return _leaf_problem(value)
     for key, item in _children(value):
-        if isinstance(key, str) and (at := _surrogate_at(key)) is not None:
-            return [], f"has a key holding a lone UTF-16 surrogate at position {at} ({key!r})"
-        if isinstance(key, float) and not math.isfinite(key):
-            return [], f"has a key that {_NON_FINITE}"
+        if not _is_clean(key):
+            if isinstance(key, str) and (at := _surrogate_at(key)) is not None:
+                return [], f"has a key holding a lone UTF-16 surrogate at position {at} ({key!r})"
+            if isinstance(key, float) and not math.isfinite(key):
+                return [], f"has a key that {_NON_FINITE}"
+        if _is_clean(item):
+            continue  # the common leaves, without a call (imports check every record)
         found = _content_problem(item)
         if found is not None:
             return [key, *found[0]], found[1]
     return None
+
+
+def _leaf_problem(value: Any) -> tuple[list[object], str] | None:
+    """``_content_problem`` of a string, a float or a clean leaf."""
+    if _is_clean(value):
+        return None
+    if isinstance(value, str):
+        at = _surrogate_at(value)
+        return None if at is None else ([], f"holds a lone UTF-16 surrogate at position {at}")
+    if isinstance(value, float) and not math.isfinite(value):
+        return [], _NON_FINITE
+    return None
+
+
+def _is_clean(value: Any) -> bool:
+    """Whether ``value`` is a leaf that cannot hold a surrogate or a NaN (a quick test)."""
+    kind = type(value)
+    return (kind is str and value.isascii()) or kind in _CLEAN_TYPES or (kind is list and not value)
 
 
 def check_content(value: Any, what: str) -> None:

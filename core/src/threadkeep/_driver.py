@@ -135,6 +135,24 @@ class DriverPrimitives(ABC):
         messages of one batch share an ``agui_id``.
         """
 
+    async def _load_messages(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[int | None] | None:
+        """Bulk-append a large batch to a live, hot chat, all or nothing (``Store.load_messages``).
+
+        The contract of ``_insert_messages`` (seq reservation, ``agui_id`` idempotency with
+        ``IdempotencyConflict`` raised before anything is written, the chat's
+        ``last_message_at``/``updated_at``/``revision``), on the driver's bulk path (for
+        example ``COPY``), returning instead of stored messages the new ``seq`` of each
+        created message and ``None`` for each already stored; ``None`` overall (writing
+        nothing) if the chat is missing, deleted or archived. Batches are up to
+        ``MAX_LOAD_BATCH`` messages; ``Store`` guarantees no two share an ``agui_id``.
+
+        Optional: this default raises ``CapabilityNotSupported`` and ``Store`` then writes
+        the batch through ``_insert_messages``.
+        """
+        raise _unsupported("bulk load")
+
     @abstractmethod
     async def _get_message(self, message_id: UUID) -> Message | None:
         """Return the visible message (it and its chat not deleted), or ``None``."""

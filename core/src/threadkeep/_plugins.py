@@ -106,6 +106,11 @@ def reset_plugin_manager() -> None:
     _manager = None
 
 
+def has_commit_observers() -> bool:
+    """Whether any plugin observes committed messages (bulk paths skip building them if not)."""
+    return bool(plugin_manager().hook.threadkeep_messages_committed.get_hookimpls())
+
+
 def notify_messages_committed(store: Any, chat_id: UUID, messages: Sequence[Message]) -> None:
     """Call ``threadkeep_messages_committed`` observers; log and swallow their errors."""
     hook = plugin_manager().hook.threadkeep_messages_committed

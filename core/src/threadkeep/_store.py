@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from ._store_copy import CopyOps
+from ._store_load import LoadOps
 from ._store_run_batch import RunBatchOps
 
 __all__ = ["Store"]
 
 
-class Store(CopyOps, RunBatchOps):
+class Store(CopyOps, LoadOps, RunBatchOps):
     """Durable chat history on one backend; subclass it to write a driver.
 
     A store is opened and closed around use::

@@ -423,6 +423,37 @@ class Database:
             async with self._enter(engine, transaction=transaction, write=write) as conn:
                 yield Runner(conn)
 
+    @asynccontextmanager
+    async def raw_connection(self) -> AsyncIterator[Any]:
+        """PostgreSQL: a pooled asyncpg connection in autocommit mode, for one operation.
+
+        Each statement commits by itself. Native errors are mapped (``map_native_errors``).
+
+        Raises:
+            RuntimeError: On SQLite (a bug in the caller).
+        """
+        if self._compiled is None:
+            raise RuntimeError("raw_connection is for PostgreSQL only")
+        async with self._autocommit() as (_conn, driver):
+            yield driver
+
+    @asynccontextmanager
+    async def raw_transaction(self) -> AsyncIterator[Any]:
+        """PostgreSQL: a transaction on a pooled asyncpg connection, for bulk statements.
+
+        Yields the asyncpg connection inside ``connection.transaction()`` (committed when
+        the block ends, rolled back on an exception); what ``COPY``
+        (``copy_records_to_table``) needs and SQLAlchemy has no API for. Native errors are
+        mapped as everywhere else (``map_native_errors``).
+
+        Raises:
+            RuntimeError: On SQLite (a bug in the caller: use :meth:`transaction`).
+        """
+        if self._compiled is None:
+            raise RuntimeError("raw_transaction is for PostgreSQL only")
+        async with self._autocommit() as (_conn, driver), driver.transaction():
+            yield driver
+
     def runner(self, *, write: bool = False) -> AbstractAsyncContextManager[Runner]:
         """Return an async context manager giving a :class:`Runner` for one operation.
 

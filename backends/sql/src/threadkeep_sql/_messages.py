@@ -23,6 +23,7 @@ from threadkeep import (
 
 from ._base import SqlBase, message_values, ref_values
 from ._errors import is_unique_violation
+from ._group import GroupCommitter
 from ._pg_append import append_batch, append_one
 from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages
 
@@ -207,6 +208,7 @@ class MessagesMixin(SqlBase):
     """Message primitives (``DriverPrimitives``, "messages")."""
 
     _last_messages_sql: sa.Select[Any]
+    _group: GroupCommitter | None = None
 
     # -- append --------------------------------------------------------------------------
 
@@ -227,19 +229,30 @@ class MessagesMixin(SqlBase):
         if len(items) > 1:
             return await self._insert_batch_fast(chat_id, items, now)
         item = items[0]
+        nested = bool(item.message.tool_calls or item.message.reasonings)
         for _ in range(_FAST_ATTEMPTS):
-            async with self._db.runner(write=True) as run:
-                seq = await append_one(run, chat_id, item, now)
-                if seq is not None:
-                    return [(self._new(item, chat_id, seq, now), True)]
-                if item.message.agui_id is None:
-                    return None  # the chat is not hot: the caller finds out which way
-                params = {"chat_id": chat_id, "agui_id": item.message.agui_id}
+            if nested or self._group is None:
+                seq = await self._append_alone(chat_id, item, now)
+            else:  # coalesced with concurrent appends of other callers (_group)
+                seq = await self._group.append(chat_id, item, now)
+            if seq is not None:
+                return [(self._new(item, chat_id, seq, now), True)]
+            if item.message.agui_id is None:
+                return None  # the chat is not hot: the caller finds out which way
+            params = {"chat_id": chat_id, "agui_id": item.message.agui_id}
+            async with self._db.runner() as run:
                 stored = await run.first(_GET_BY_AGUI_IN_HOT_CHAT, params)
             if stored is not None:
                 return [(self._message_row(stored), False)]
             # Nothing inserted and nothing stored: the stored message went away; try again.
         return None
+
+    async def _append_alone(
+        self, chat_id: UUID, item: PreparedMessage, now: datetime
+    ) -> int | None:
+        """One append in one statement (``append_one``); its seq, or ``None`` if not inserted."""
+        async with self._db.runner(write=True) as run:
+            return await append_one(run, chat_id, item, now)
 
     async def _insert_batch_fast(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime

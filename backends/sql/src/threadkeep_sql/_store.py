@@ -37,6 +37,8 @@ from ._chats import ChatsMixin
 from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
 from ._errors import _chain
+from ._group import GroupCommitter
+from ._load import LoadMixin
 from ._messages import _last_messages_statement
 from ._migrate import upgrade_to_head
 from ._options import ScaleOptions
@@ -126,7 +128,7 @@ async def _require_partitions(conn: AsyncConnection, wanted: int) -> None:
         raise InvalidArgument(msg)
 
 
-class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
+class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),
@@ -222,6 +224,8 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
             strong = self._scale.read_consistency == "strong"
             self._db.route_reads(standby, self._scale.read_wait, strong=strong)
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
+        if self._db.dialect == "postgresql":
+            self._group = GroupCommitter(self._append_alone, self._db.raw_connection)
         try:
             async with self._db.transaction() as conn:
                 if self._schema is not None:
@@ -240,4 +244,6 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
             raise
 
     async def _close(self) -> None:
+        if self._group is not None:
+            await self._group.close()
         await self._db.dispose()

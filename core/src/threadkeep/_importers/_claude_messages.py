@@ -20,7 +20,7 @@ from .._models import Message
 from ._claude_tree import Line
 from ._files import aware_timestamp
 from ._jsontext import js_stringify
-from ._write import bounded_fields, check_message
+from ._native import bounded_fields, check_message
 
 __all__ = ["MAX_KEPT_RESULT_BYTES", "chat_messages", "trim_result"]
 

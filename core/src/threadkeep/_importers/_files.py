@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,18 @@ from typing import Any
 from .._content import check_content
 from .._errors import InvalidArgument, InvalidContent
 
-__all__ = ["aware_timestamp", "check_record", "find_files", "read_records"]
+__all__ = [
+    "STREAM_BYTES",
+    "aware_timestamp",
+    "check_record",
+    "find_files",
+    "iter_records",
+    "read_records",
+]
+
+STREAM_BYTES = 64 * 1024 * 1024
+"""Files larger than this (bytes) are read as JSON Lines one line at a time (see
+:func:`iter_records`), so memory holds one record, not the file."""
 
 
 def read_records(path: Path) -> tuple[list[Any], list[int | None]]:
@@ -44,6 +56,74 @@ def read_records(path: Path) -> tuple[list[Any], list[int | None]]:
         return _json_lines(text, path)
     records = document if isinstance(document, list) else [document]
     return records, [None] * len(records)
+
+
+def iter_records(path: Path) -> Iterator[tuple[Any, int | None]]:
+    """Yield ``(record, line)`` of a transcript file, as :func:`read_records` reads them.
+
+    A file of at most :data:`STREAM_BYTES` is read whole by :func:`read_records`. A larger
+    one that does not start with ``[`` is streamed as JSON Lines, one line in memory at a
+    time (a large JSON array, or a large single object that is not JSON Lines, is read
+    whole: JSON Lines is the format for big files). Each call reads the file again.
+
+    Raises:
+        InvalidArgument: As :func:`read_records`, naming the file and line.
+    """
+    if not _is_large(path) or _first_char(path) == "[":
+        records, lines = read_records(path)
+        yield from zip(records, lines, strict=True)
+        return
+    try:
+        file = path.open(encoding="utf-8-sig", newline="\n")
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with file:
+        try:
+            yield from _stream_lines(file, path)
+        except UnicodeDecodeError as exc:
+            raise InvalidArgument(f"{path} is not UTF-8 text (byte {exc.start})") from exc
+        except _NotJsonLines:
+            pass
+        else:
+            return
+    records, lines = read_records(path)  # one document spread over lines: read it whole
+    yield from zip(records, lines, strict=True)
+
+
+class _NotJsonLines(Exception):
+    """The first line of a large file does not parse: it is one JSON document."""
+
+
+def _stream_lines(file: Any, path: Path) -> Iterator[tuple[Any, int | None]]:
+    first = True
+    for number, line in enumerate(file, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if first:
+                raise _NotJsonLines from exc
+            msg = (
+                f"{path} is neither JSON nor JSON Lines: line {number} does not parse "
+                f"({exc.msg} at column {exc.colno})"
+            )
+            raise InvalidArgument(msg) from exc
+        first = False
+        yield record, number
+
+
+def _is_large(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size > STREAM_BYTES
+    except OSError:
+        return False
+
+
+def _first_char(path: Path) -> str:
+    with path.open("rb") as file:
+        head = file.read(4096).decode("utf-8-sig", "ignore").lstrip()
+    return head[:1]
 
 
 def _read_text(path: Path) -> str:

@@ -1,266 +1,278 @@
-"""Checking and writing converted conversations, shared by the native importers.
+"""The write step of record importers: check everything, then bulk-load, with import proofs.
 
-Every importer converts its whole input first; :func:`check_conversations` then refuses
-what the store would refuse (a chat that does not validate, two records with one key, a
-message too large or holding a lone surrogate) before anything is written, and
-:func:`store_conversations` writes them through the OpenAI importer's write step
-(``_store_conversation``: the one write helper of the importers, so a faster write there
-serves every format).
+An importer of records (one chat per record, such as ``--format openai``) hands
+:func:`import_records` a function converting one record. The file is read in two passes
+(:func:`._files.iter_records`; a large JSON Lines file is streamed, so memory holds one
+record at a time, not the file):
 
-Compaction boundaries need the ``seq`` of the last message they cover, which exists only
-once that message is stored: a conversation holding one is written in segments, each
-boundary with ``upto_seq`` set to the stored seq of the message before it (read back by
-its deterministic ``agui_id``, so a re-import computes the same boundary).
+1. **check**: every record is converted (and so checked) before anything is written; one
+   that a previous import stored whole (its chat holds the record's digest, see
+   :func:`record_digest`) is found with one read and not converted at all;
+2. **write**: each other record's chat is created if needed, its messages go in through
+   ``Store.load_messages`` (``COPY`` on PostgreSQL), and only then its digest is written to
+   the chat's ``metadata["source"]["digest"]``: the proof that the record is stored whole.
+
+A small file's conversions are kept between the passes; a large file's records are read and
+converted again in the second pass instead.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from os import PathLike
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .._boundary_rules import is_compaction
-from .._content import dump_json, prepare_message, validate_model
-from .._errors import InvalidArgument
-from .._models import Boundary, Message
+from .._content import validate_model
+from .._errors import IdempotencyConflict, InvalidArgument
+from .._models import Message
 from . import ImportReport, ProgressCallback
-from ._files import find_files
-from .openai import _Conversation, _store_conversation
+from ._files import STREAM_BYTES, iter_records
 
 if TYPE_CHECKING:
+    from .._models import Chat
     from .._store import Store
 
-__all__ = [
-    "Conversation",
-    "bounded_fields",
-    "check_conversations",
-    "check_message",
-    "import_conversations",
-    "import_files",
-    "store_conversations",
-]
+__all__ = ["Conversation", "import_records", "record_digest"]
 
-Conversation = _Conversation
-"""One chat to import: ``thread_id``, ``name``, ``metadata``, ``messages`` and ``where``
-(the file and record, for error messages)."""
+LOAD_BATCH = 5000
+"""Messages per batch of ``load_messages``; a longer record is loaded in several batches."""
 
 
-def check_message(message: Message, where: str, max_message_bytes: int) -> Message:
-    """Refuse a message the store would refuse, naming where it came from.
+class Conversation(Protocol):
+    """One converted record: its chat's key, name and metadata, and its messages."""
 
-    Args:
-        message: The converted message.
-        where: The file, line and field it came from (``"s.jsonl: line 4"``).
-        max_message_bytes: The store's payload limit (``store.max_message_bytes``).
-
-    Returns:
-        ``message`` itself.
-
-    Raises:
-        InvalidContent: If it holds a lone surrogate or a NaN/infinite float.
-        PayloadTooLarge: If it is over the store's limits.
-    """
-    try:
-        prepare_message(message, max_message_bytes)
-    except InvalidArgument as exc:
-        raise type(exc)(f"{where}: {exc}") from exc
-    return message
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def where(self) -> str: ...
 
 
-def check_conversations(
-    store: Store, user_id: str, conversations: Sequence[Conversation], source: str
-) -> None:
-    """Refuse, before any write, chats the store would refuse and keys used twice.
+Convert = Callable[[Any, int, int | None], Conversation]
+"""``convert(record, index, line)``: the record's conversation; raises ``InvalidArgument``."""
+ThreadOf = Callable[[int, Any], str]
+"""``thread_of(index, record)``: the record's ``thread_id`` (cheap, no conversion)."""
+CountOf = Callable[[Any], tuple[int, int]]
+"""``count_of(record)``: the record's ``(messages, tool calls)`` without converting it."""
+
+
+def record_digest(record: Any, mapping: str) -> str:
+    """Return the SHA-256 (hex) of a record's JSON and the mapping's version (its proof).
 
     Args:
-        store: The store the import writes to (its chat model validates each chat).
-        user_id: The owner of the chats.
-        conversations: Everything the import will write.
-        source: The file or folder name, cut from the second ``where`` in the message.
-
-    Raises:
-        InvalidArgument: If a chat does not validate, its fields cannot be stored, or two
-            conversations have the same ``thread_id``; naming the conversation(s).
+        record: The record as read from the file.
+        mapping: The importer's mapping version: a new version makes every record new.
     """
-    first_with: dict[str, str] = {}
-    for conversation in conversations:
-        chat = validate_model(
-            store.chat_model,
-            {
-                "user_id": user_id,
-                "thread_id": conversation.thread_id,
-                "name": conversation.name,
-                "metadata": conversation.metadata,
-            },
-        )
-        try:
-            store.record_body(chat)
-        except InvalidArgument as exc:
-            raise type(exc)(f"{conversation.where}: {exc}") from exc
-        earlier = first_with.setdefault(conversation.thread_id, conversation.where)
-        if earlier is not conversation.where:
-            msg = (
-                f"{conversation.where} has the same chat key ({conversation.thread_id!r}) as "
-                f"{earlier.removeprefix(source + ': ')}; keys within an import must be unique"
-            )
-            raise InvalidArgument(msg)
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(f"{mapping}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
-async def store_conversations(
+async def import_records(
     store: Store,
-    user_id: str,
-    conversations: Sequence[Conversation],
-    progress: ProgressCallback | None,
-) -> ImportReport:
-    """Write checked conversations in order, calling ``progress`` after each.
-
-    Args:
-        store: An open store.
-        user_id: The owner of the chats.
-        conversations: Conversations already passed through :func:`check_conversations`.
-        progress: Called as ``progress(0, total)`` first, then ``progress(done, total)``.
-
-    Returns:
-        The counts of chats, messages and tool calls created and already present.
-
-    Raises:
-        IdempotencyConflict: If a chat was imported before with other content.
-        ThreadkeepError: Any error of the store; earlier conversations stay written.
-    """
-    report = ImportReport()
-    if progress is not None:
-        progress(0, len(conversations))
-    for index, conversation in enumerate(conversations):
-        report.merge(await _store_segments(store, user_id, conversation))
-        if progress is not None:
-            progress(index + 1, len(conversations))
-    return report
-
-
-async def _store_segments(store: Store, user_id: str, conversation: Conversation) -> ImportReport:
-    report = ImportReport()
-    for number, messages in enumerate(_segments(conversation.messages)):
-        segment = messages
-        if number and is_compaction(messages[0]):
-            segment = [await _resolved(store, user_id, conversation, messages[0]), *messages[1:]]
-        part = await _store_conversation(store, user_id, replace(conversation, messages=segment))
-        if number:  # the chat was counted with the first segment
-            part.chats_created = part.chats_present = 0
-        report.merge(part)
-    return report
-
-
-def _segments(messages: list[Message]) -> list[list[Message]]:
-    """Cut before every compaction boundary that still lacks its ``upto_seq``."""
-    segments: list[list[Message]] = [[]]
-    for message in messages:
-        unresolved = is_compaction(message) and message.boundary and not message.boundary.upto_seq
-        if unresolved and segments[-1]:
-            segments.append([])
-        segments[-1].append(message)
-    return segments
-
-
-async def _resolved(
-    store: Store, user_id: str, conversation: Conversation, boundary: Message
-) -> Message:
-    """Return ``boundary`` covering up to the stored seq of the message before it."""
-    position = next(i for i, m in enumerate(conversation.messages) if m is boundary)
-    before = conversation.messages[position - 1]
-    chat = await store.find_chat(user_id, conversation.thread_id)
-    stored = None
-    if chat is not None and before.agui_id is not None:
-        stored = await store.get_message_by_agui_id(chat.chat_id, before.agui_id)
-    if stored is None or stored.seq is None:
-        msg = f"{conversation.where}: the message before a compaction boundary was not stored"
-        raise InvalidArgument(msg)
-    marker = Boundary(reason="compaction", upto_seq=stored.seq)
-    return boundary.model_copy(update={"boundary": marker})
-
-
-def bounded_fields(fields: dict[str, Any], limit: int = 16 * 1024) -> dict[str, Any]:
-    """Return ``fields`` with each value whose JSON is over ``limit`` bytes replaced by a note.
-
-    Chat and message metadata is kept outside the payload and has a 1 MiB budget; a
-    recorder's bookkeeping (a patch, a tool list, a raw model response) can exceed it, so
-    such values are noted as ``{"omitted_bytes": N}`` instead (the conversation itself is
-    always kept in the messages).
-
-    Args:
-        fields: A JSON-ready mapping.
-        limit: The largest value kept whole, in UTF-8 bytes of compact JSON.
-    """
-    kept: dict[str, Any] = {}
-    for key, value in fields.items():
-        size = len(dump_json(value).encode("utf-8"))
-        kept[key] = value if size <= limit else {"omitted_bytes": size}
-    return kept
-
-
-async def import_conversations(
-    store: Store,
-    user_id: str,
-    conversations: Sequence[Conversation],
-    source: str,
-    progress: ProgressCallback | None,
-) -> ImportReport:
-    """Check every conversation (:func:`check_conversations`), then write them all.
-
-    Args:
-        store: An open store.
-        user_id: The owner of the chats.
-        conversations: Every chat of the import, messages already checked with
-            :func:`check_message`.
-        source: The file or folder name (error messages).
-        progress: See :func:`store_conversations`.
-
-    Returns:
-        The counts of what was created and what was present.
-
-    Raises:
-        InvalidArgument: See :func:`check_conversations` (nothing is written then).
-        IdempotencyConflict, ThreadkeepError: See :func:`store_conversations`.
-    """
-    check_conversations(store, user_id, conversations, source)
-    return await store_conversations(store, user_id, conversations, progress)
-
-
-Convert = Callable[[Path, str, int], list[Conversation]]
-"""``convert(file, label, max_message_bytes)``: the conversations of one file, checked."""
-
-
-async def import_files(
-    store: Store,
-    path: str | PathLike[str],
+    source: Path,
     *,
     user_id: str,
     progress: ProgressCallback | None,
-    suffixes: frozenset[str],
+    mapping: str,
     convert: Convert,
+    thread_of: ThreadOf,
+    count_of: CountOf,
 ) -> ImportReport:
-    """Convert a file, or every file with one of ``suffixes`` under a folder, then import.
-
-    Args:
-        store: An open store.
-        path: A file (whatever its name) or a folder (searched recursively).
-        user_id: The owner of the chats.
-        progress: See :func:`store_conversations`.
-        suffixes: The suffixes of a folder's files to read (``{".traj"}``).
-        convert: Turns one file into its conversations (see :data:`Convert`); its label
-            is the file name, or the path inside the folder (:func:`find_files`).
-
-    Returns:
-        The counts of what was created and what was present.
+    """Import a file of records in the two passes of the module docstring.
 
     Raises:
-        InvalidArgument: If nothing is found, or ``convert`` or the checks refuse a file
-            (nothing is written then).
-        IdempotencyConflict, ThreadkeepError: See :func:`store_conversations`.
+        InvalidArgument: If the file or a record is malformed, a chat could not be stored,
+            or two records share a ``thread_id``; raised in the check pass, nothing written.
+        IdempotencyConflict: If a record was imported before with other content.
+        ThreadkeepError: Any error of the store; records before stay imported.
     """
-    root = Path(path)
-    conversations: list[Conversation] = []
-    for file, label in find_files(root, suffixes):
-        conversations += convert(file, label, store.max_message_bytes)
-    return await import_conversations(store, user_id, conversations, root.name, progress)
+    keep = _size(source) <= STREAM_BYTES
+    digests: list[str] = []
+    present: dict[int, ImportReport] = {}
+    kept: dict[int, Conversation] = {}
+    first_at: dict[str, tuple[int, int | None]] = {}
+    refused: InvalidArgument | None = None
+    for index, (record, line) in enumerate(iter_records(source)):
+        digests.append(record_digest(record, mapping))
+        thread = thread_of(index, record) if isinstance(record, dict | list) else None
+        if thread is not None and thread not in first_at:
+            first_at[thread] = (index, line)
+            found = await _proven(
+                store, user_id, thread, digest=digests[index], count_of=count_of, record=record
+            )
+            if found is not None:
+                present[index] = found
+                continue
+        conversation = convert(record, index, line)
+        if refused is None:
+            refused = _chat_problem(store, user_id, conversation, first_at=first_at, index=index)
+        if keep:
+            kept[index] = conversation
+    if refused is not None:
+        raise refused
+    return await _write(
+        store,
+        source,
+        user_id=user_id,
+        progress=progress,
+        digests=digests,
+        present=present,
+        kept=kept,
+        convert=convert,
+    )
+
+
+async def _write(
+    store: Store,
+    source: Path,
+    *,
+    user_id: str,
+    progress: ProgressCallback | None,
+    digests: Sequence[str],
+    present: dict[int, ImportReport],
+    kept: dict[int, Conversation],
+    convert: Convert,
+) -> ImportReport:
+    total = len(digests)
+    report = ImportReport()
+    for found in present.values():
+        report.merge(found)
+    if progress is not None:
+        progress(0, total)  # checked: writing starts
+        if present:
+            progress(len(present), total)
+    done = len(present)
+    records = iter_records(source) if len(kept) < total - len(present) else None
+    for index in range(total):
+        record, line = next(records) if records is not None else (None, None)
+        if index in present:
+            continue
+        conversation = kept.pop(index, None) or convert(record, index, line)
+        report.merge(await store_conversation(store, user_id, conversation, digests[index]))
+        done += 1
+        if progress is not None:
+            progress(done, total)
+    return report
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # read_records names the problem
+
+
+async def _proven(
+    store: Store, user_id: str, thread: str, *, digest: str, count_of: CountOf, record: Any
+) -> ImportReport | None:
+    """The counts of a record stored whole by an earlier import (one read), or ``None``."""
+    try:
+        thread.encode("utf-8")
+    except UnicodeEncodeError:
+        return None  # a lone surrogate in the id: refused by the conversion
+    chat = await store.find_chat(user_id, thread)
+    source = chat.metadata.get("source") if chat is not None else None
+    if not isinstance(source, dict) or source.get("digest") != digest:
+        return None
+    counts = source.get("counts")
+    messages, calls = (
+        (counts.get("messages"), counts.get("tool_calls"))
+        if isinstance(counts, dict)
+        else (None, None)
+    )
+    if type(messages) is not int or type(calls) is not int:
+        # The counts written with the proof are the converted ones; count_of is the fallback
+        # for proofs written before the counts were.
+        messages, calls = count_of(record)
+    return ImportReport(chats_present=1, messages_present=messages, tool_calls_present=calls)
+
+
+def _chat_problem(
+    store: Store,
+    user_id: str,
+    conversation: Conversation,
+    *,
+    first_at: dict[str, tuple[int, int | None]],
+    index: int,
+) -> InvalidArgument | None:
+    """What the store would refuse about the record's chat, or a repeated id; or ``None``."""
+    chat: Chat = validate_model(
+        store.chat_model,
+        {
+            "user_id": user_id,
+            "thread_id": conversation.thread_id,
+            "name": conversation.name,
+            "metadata": conversation.metadata,
+        },
+    )
+    try:
+        store.record_body(chat)
+    except InvalidArgument as exc:
+        return type(exc)(f"{conversation.where}: {exc}")
+    earlier, line = first_at.setdefault(conversation.thread_id, (index, None))
+    if earlier != index:
+        shown = f"record {earlier}" + (f" (line {line})" if line is not None else "")
+        return InvalidArgument(
+            f"{conversation.where} has the same id as {shown}; ids within a file must be "
+            'unique (5 and "5" are the same id)'
+        )
+    return None
+
+
+async def store_conversation(
+    store: Store, user_id: str, conversation: Conversation, digest: str | None = None
+) -> ImportReport:
+    """Store one record's chat and messages (``Store.load_messages``), then its digest.
+
+    With ``digest`` (see :func:`record_digest`), the chat's ``metadata["source"]`` gets it
+    and the record's converted ``counts`` (messages, tool calls), the proof a re-import
+    reads; without it (an importer that converts whole files, see ``_native``), no proof is
+    written.
+
+    Raises:
+        IdempotencyConflict: If the chat holds a message of the record with other content.
+        ThreadkeepError: Any error of the store.
+    """
+    report = ImportReport()
+    chat = await store.find_chat(user_id, conversation.thread_id)
+    if chat is None:
+        chat = await store.create_chat(
+            user_id,
+            conversation.thread_id,
+            name=conversation.name,
+            metadata=conversation.metadata,
+        )
+        report.chats_created += 1
+    else:
+        report.chats_present += 1
+    try:
+        loaded = await store.load_messages(
+            chat.chat_id, conversation.messages, batch_size=LOAD_BATCH
+        )
+    except IdempotencyConflict as exc:
+        msg = (
+            f"{conversation.where} was imported before with different content (chat "
+            f"{chat.chat_id}); import it under another --user, or delete that chat first"
+        )
+        raise IdempotencyConflict(msg) from exc
+    report.messages_created += loaded.created
+    report.messages_present += loaded.present
+    report.tool_calls_created += loaded.tool_calls_created
+    report.tool_calls_present += loaded.tool_calls_present
+    if digest is None:
+        return report
+    # Written last: a digest in the chat proves every message of the record is stored.
+    counts = {
+        "messages": len(conversation.messages),
+        "tool_calls": sum(len(m.tool_calls) for m in conversation.messages),
+    }
+    source = {**conversation.metadata.get("source", {}), "digest": digest, "counts": counts}
+    await store.update_chat(chat.chat_id, metadata={**chat.metadata, "source": source})
+    return report

@@ -45,7 +45,7 @@ from ._claude_messages import chat_messages, trim_result
 from ._claude_tree import Line, split_branches
 from ._files import check_record
 from ._jsonl import iter_json_lines
-from ._write import Conversation, check_message, import_conversations
+from ._native import Conversation, check_message, import_conversations
 
 if TYPE_CHECKING:
     from .._store import Store

@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._content import prepare_message, validate_model
-from .._errors import IdempotencyConflict, InvalidArgument
+from .._errors import InvalidArgument
 from .._models import Message, Role
 from . import ImportReport, ProgressCallback
-from ._files import check_record, read_records
+from ._files import check_record
 from ._openai_shapes import is_responses, legacy_entries, responses_messages
+from ._write import import_records
+from ._write import record_digest as digest_of
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -44,8 +46,9 @@ __all__ = ["MESSAGE_LIST_KEYS", "convert_message", "import_openai", "thread_id_f
 MESSAGE_LIST_KEYS = ("messages", "traj")
 """Where a record keeps its message list, in the order they are looked up."""
 
-_BATCH = 1000
-"""Messages per ``append_messages`` call; a longer record is appended in several batches."""
+_MAPPING = "openai-1"
+"""Part of every record digest: change it when the mapping changes, so a re-import of a
+file imported with the old mapping converts its records again instead of trusting them."""
 
 _MAPPED_KEYS = frozenset({"role", "tool_calls", "tool_call_id"})
 _ROLE_VALUES = frozenset(role.value for role in Role)
@@ -71,8 +74,11 @@ async def import_openai(
     """Import an OpenAI chat-completions transcript file into ``store``.
 
     Every record of the file is checked and converted before anything is written, so a
-    malformed record anywhere writes nothing. Messages then go in with ``append_messages``
-    in batches of up to 1,000 (all or nothing per batch). See the module docstring for the
+    malformed record anywhere writes nothing. Messages then go in with ``load_messages``
+    (the store's bulk path: ``COPY`` on PostgreSQL) in batches of up to 5,000 (all or
+    nothing per batch), and the record's digest is stored in the chat's
+    ``metadata["source"]["digest"]``; a re-import finds a record whose digest is stored
+    with one read and neither converts nor writes it. See the module docstring for the
     mapping and the deterministic keys.
 
     Args:
@@ -96,43 +102,41 @@ async def import_openai(
             records before the failing one stay imported and a re-run completes the rest.
     """
     source = Path(path)
-    records, lines = read_records(source)
-    conversations = [
-        _conversation(record, source.name, index, lines[index], store.max_message_bytes)
-        for index, record in enumerate(records)
-    ]
-    first_with: dict[str, str] = {}
-    for conversation in conversations:
-        # The chat as the store would build it, refused now rather than after earlier writes.
-        chat = validate_model(
-            store.chat_model,
-            {
-                "user_id": user_id,
-                "thread_id": conversation.thread_id,
-                "name": conversation.name,
-                "metadata": conversation.metadata,
-            },
-        )
-        try:
-            store.record_body(chat)
-        except InvalidArgument as exc:
-            raise type(exc)(f"{conversation.where}: {exc}") from exc
-        earlier = first_with.setdefault(conversation.thread_id, conversation.where)
-        if earlier is not conversation.where:
-            msg = (
-                f"{conversation.where} has the same id as "
-                f"{earlier.removeprefix(source.name + ': ')}; ids within a file must be unique "
-                '(5 and "5" are the same id)'
-            )
-            raise InvalidArgument(msg)
-    report = ImportReport()
-    if progress is not None:
-        progress(0, len(records))  # checked: writing starts
-    for index, conversation in enumerate(conversations):
-        report.merge(await _store_conversation(store, user_id, conversation))
-        if progress is not None:
-            progress(index + 1, len(records))
-    return report
+    max_bytes = store.max_message_bytes
+    return await import_records(
+        store,
+        source,
+        user_id=user_id,
+        progress=progress,
+        mapping=_MAPPING,
+        convert=lambda record, index, line: _conversation(
+            record, source.name, index, line, max_bytes
+        ),
+        thread_of=lambda index, record: thread_id_for(source.name, index, record),
+        count_of=_counts,
+    )
+
+
+def record_digest(record: Any) -> str:
+    """Return a record's import proof (see :func:`._write.record_digest`), this mapping's."""
+    return digest_of(record, _MAPPING)
+
+
+def _counts(record: Any) -> tuple[int, int]:
+    """A record's messages and tool calls, counted on the raw record (no conversion)."""
+    entries = _raw_entries(record)
+    calls = sum(len(e.get("tool_calls") or []) for e in entries if isinstance(e, dict))
+    return len(entries), calls
+
+
+def _raw_entries(record: Any) -> list[Any]:
+    if isinstance(record, list):
+        return record
+    for key in MESSAGE_LIST_KEYS:
+        if isinstance(record.get(key), list):
+            entries: list[Any] = record[key]
+            return entries
+    return []
 
 
 def thread_id_for(file_name: str, index: int, record: Any) -> str:
@@ -211,42 +215,6 @@ def _entries(record: Any, where: str) -> list[Any]:
     hint = ' (a single message? wrap the list as {"messages": [...]})' if "role" in record else ""
     nor = " (nor Responses API 'input'/'output' items)"
     raise InvalidArgument(f"{where} has no 'messages' or 'traj' list{nor}{hint}")
-
-
-async def _store_conversation(
-    store: Store, user_id: str, conversation: _Conversation
-) -> ImportReport:
-    report = ImportReport()
-    chat = await store.find_chat(user_id, conversation.thread_id)
-    if chat is None:
-        chat = await store.create_chat(
-            user_id,
-            conversation.thread_id,
-            name=conversation.name,
-            metadata=conversation.metadata,
-        )
-        report.chats_created += 1
-    else:
-        report.chats_present += 1
-    for start in range(0, len(conversation.messages), _BATCH):
-        batch = conversation.messages[start : start + _BATCH]
-        try:
-            stored = await store.append_messages(chat.chat_id, batch)
-        except IdempotencyConflict as exc:
-            msg = (
-                f"{conversation.where} was imported before with different content (chat "
-                f"{chat.chat_id}); import it under another --user, or delete that chat first"
-            )
-            raise IdempotencyConflict(msg) from exc
-        for sent, kept in zip(batch, stored, strict=True):
-            # The store keeps the client's message_id; an earlier copy has another one.
-            if kept.message_id == sent.message_id:
-                report.messages_created += 1
-                report.tool_calls_created += len(sent.tool_calls)
-            else:
-                report.messages_present += 1
-                report.tool_calls_present += len(kept.tool_calls)
-    return report
 
 
 def convert_message(entry: Any, position: int, *, where: str = "message") -> Message:

@@ -39,7 +39,7 @@ from .._models import Message
 from . import ImportReport, ProgressCallback
 from ._files import aware_timestamp, check_record, find_files, read_records
 from ._jsontext import js_stringify
-from ._write import Conversation, bounded_fields, check_message, import_conversations
+from ._native import Conversation, bounded_fields, check_message, import_conversations
 
 if TYPE_CHECKING:
     from .._store import Store

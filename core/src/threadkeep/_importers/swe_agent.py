@@ -30,7 +30,7 @@ from .._errors import InvalidArgument
 from .._models import Message
 from . import ImportReport, ProgressCallback
 from ._files import check_record, read_records
-from ._write import Conversation, bounded_fields, check_message, import_files
+from ._native import Conversation, bounded_fields, check_message, import_files
 from .openai import convert_message
 
 if TYPE_CHECKING:

@@ -1,0 +1,220 @@
+"""``_load_messages``: the bulk path of ``Store.load_messages`` (COPY / multi-row inserts).
+
+One transaction per batch, on either engine:
+
+1. lock the chat's row (``SELECT next_seq ... FOR UPDATE``, only a live, hot chat): every
+   append of the chat takes that lock first (the one-statement append's ``UPDATE chats``
+   and the transactional path's ``FOR UPDATE``), so while it is held no other writer can
+   store a message in the chat, and the ``agui_id``s read next stay true until commit;
+2. read which of the batch's ``agui_id``s the chat stores, with their fingerprints (one
+   indexed read, ``ux_messages_agui``); a different fingerprint raises
+   ``IdempotencyConflict`` before anything is written;
+3. write the other messages with their seqs (``next_seq``, ``next_seq + 1``...) and their
+   ``message_refs`` rows: PostgreSQL streams them with ``COPY`` (asyncpg
+   ``copy_records_to_table``, the binary protocol), SQLite with one ``executemany`` of a
+   prepared multi-row ``INSERT``;
+4. move the chat's ``next_seq`` past them and bump its ``revision``, ``last_message_at``
+   and ``updated_at``.
+
+A batch whose messages are all stored already writes nothing (step 3 and 4 are skipped), so
+a re-run of a load costs one read per batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from threadkeep import IdempotencyConflict, PreparedMessage
+
+from ._base import message_values, ref_values
+from ._messages import _BUMP_CHAT, MessagesMixin
+from ._schema import escape_key, message_refs, messages, unescape_key
+
+__all__ = ["LoadMixin"]
+
+_LOCK = """
+SELECT next_seq FROM chats
+ WHERE chat_id = $1 AND deleted_at IS NULL AND status = 'active'
+   FOR UPDATE
+"""
+_PRESENT = """
+SELECT agui_id, fingerprint, seq FROM messages
+ WHERE chat_id = $1 AND agui_id = ANY($2::text[])
+"""
+_BUMP = """
+UPDATE chats SET next_seq = $2, revision = revision + 1, last_message_at = $3, updated_at = $3
+ WHERE chat_id = $1
+"""
+_MESSAGE_COLUMNS = (
+    "chat_id",
+    "seq",
+    "message_id",
+    "agui_id",
+    "role",
+    "kind",
+    "run_id",
+    "request_id",
+    "block_id",
+    "revision",
+    "created_at",
+    "updated_at",
+    "fingerprint",
+    "body",
+)
+_REF_COLUMNS = ("chat_id", "seq", "kind", "position", "item_id", "agui_id")
+_SQLITE_IN_CHUNK = 900  # agui ids per IN list: well under SQLite's bound-variable limit
+
+_m = messages.c
+
+
+def _key(value: str | None) -> str | None:
+    return None if value is None else escape_key(value)
+
+
+def _conflict(chat_id: UUID, agui_id: str, seq: int) -> IdempotencyConflict:
+    return IdempotencyConflict(
+        f"agui_id {agui_id!r} is stored in chat {chat_id} (seq {seq}) with a different "
+        "payload; nothing of this batch was written (use a new agui_id, or update_message "
+        "to change it)"
+    )
+
+
+def _plan(
+    chat_id: UUID,
+    items: Sequence[PreparedMessage],
+    present: dict[str, tuple[str, int]],
+    next_seq: int,
+) -> list[int | None]:
+    """Return each item's new seq (``None``: stored already), checking fingerprints.
+
+    Raises:
+        IdempotencyConflict: If a stored ``agui_id`` has another fingerprint.
+    """
+    seqs: list[int | None] = []
+    for item in items:
+        agui_id = item.message.agui_id
+        found = None if agui_id is None else present.get(agui_id)
+        if found is not None:
+            fingerprint, stored_seq = found
+            if fingerprint != item.fingerprint:
+                assert agui_id is not None
+                raise _conflict(chat_id, agui_id, stored_seq)
+            seqs.append(None)
+            continue
+        seqs.append(next_seq)
+        next_seq += 1
+    return seqs
+
+
+class LoadMixin(MessagesMixin):
+    """``_load_messages`` (``DriverPrimitives``), see the module docstring."""
+
+    async def _load_messages(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[int | None] | None:
+        if self._db.dialect == "postgresql":
+            return await self._load_postgres(chat_id, messages, now)
+        async with self._db.transaction() as conn:
+            return await self._load_sqlite(conn, chat_id, messages, now)
+
+    async def _load_postgres(
+        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+    ) -> list[int | None] | None:
+        async with self._db.raw_transaction() as driver:
+            next_seq = await driver.fetchval(_LOCK, chat_id)
+            if next_seq is None:
+                return None
+            aguis = [escape_key(i.message.agui_id) for i in items if i.message.agui_id is not None]
+            present: dict[str, tuple[str, int]] = {}
+            if aguis:
+                for agui_id, fingerprint, seq in await driver.fetch(_PRESENT, chat_id, aguis):
+                    present[unescape_key(agui_id)] = (fingerprint, seq)
+            seqs = _plan(chat_id, items, present, next_seq)
+            rows, refs = _records(chat_id, items, seqs, now)
+            if not rows:
+                return seqs
+            await driver.copy_records_to_table("messages", records=rows, columns=_MESSAGE_COLUMNS)
+            if refs:
+                await driver.copy_records_to_table(
+                    "message_refs", records=refs, columns=_REF_COLUMNS
+                )
+            await driver.execute(_BUMP, chat_id, next_seq + len(rows), now)
+        return seqs
+
+    async def _load_sqlite(
+        self,
+        conn: AsyncConnection,
+        chat_id: UUID,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+    ) -> list[int | None] | None:
+        next_seq = await self._lock_hot_chat(conn, chat_id)  # BEGIN IMMEDIATE holds the file
+        if next_seq is None:
+            return None
+        aguis = [i.message.agui_id for i in items if i.message.agui_id is not None]
+        present: dict[str, tuple[str, int]] = {}
+        for start in range(0, len(aguis), _SQLITE_IN_CHUNK):
+            chunk = aguis[start : start + _SQLITE_IN_CHUNK]
+            stmt = sa.select(_m.agui_id, _m.fingerprint, _m.seq).where(
+                _m.chat_id == chat_id, _m.agui_id.in_(chunk)
+            )
+            for agui_id, fingerprint, seq in (await conn.execute(stmt)).all():
+                present[agui_id] = (fingerprint, seq)
+        seqs = _plan(chat_id, items, present, next_seq)
+        rows: list[dict[str, Any]] = []
+        refs: list[dict[str, Any]] = []
+        for item, seq in zip(items, seqs, strict=True):
+            if seq is not None:
+                rows.append(message_values(item, chat_id, seq, now))
+                refs += ref_values(item.message, chat_id, seq)
+        if rows:
+            await conn.execute(sa.insert(messages), rows)
+            if refs:
+                await conn.execute(sa.insert(message_refs), refs)
+            params = {"b_chat_id": chat_id, "b_next_seq": next_seq + len(rows), "now": now}
+            await conn.execute(_BUMP_CHAT, params)
+        return seqs
+
+
+def _records(
+    chat_id: UUID, items: Sequence[PreparedMessage], seqs: Sequence[int | None], now: datetime
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Return the ``messages`` and ``message_refs`` records to COPY (key columns escaped)."""
+    rows: list[tuple[Any, ...]] = []
+    refs: list[tuple[Any, ...]] = []
+    for item, seq in zip(items, seqs, strict=True):
+        if seq is None:
+            continue
+        m = item.message
+        rows.append(
+            (
+                chat_id,
+                seq,
+                m.message_id,
+                _key(m.agui_id),
+                m.role.value,
+                m.kind.value,
+                _key(m.run_id),
+                _key(m.request_id),
+                _key(m.block_id),
+                0,
+                m.created_at or now,
+                now,
+                item.fingerprint,
+                item.body,
+            )
+        )
+        for position, call in enumerate(m.tool_calls):
+            refs.append(
+                (chat_id, seq, "tool_call", position, call.tool_call_id, _key(call.agui_id))
+            )
+        for position, reasoning in enumerate(m.reasonings):
+            item_id = reasoning.reasoning_id
+            refs.append((chat_id, seq, "reasoning", position, item_id, _key(reasoning.agui_id)))
+    return rows, refs

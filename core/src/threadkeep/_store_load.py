@@ -1,0 +1,274 @@
+"""Bulk load of ``Store``: large histories in big batches, on the driver's fastest path.
+
+``append_messages`` is built for live appends (a few messages, one round trip each).
+``load_messages`` takes any number of messages (an iterable or an async iterable, consumed
+batch by batch, so a million-message history never sits in memory at once) and writes each
+batch with the driver's bulk primitive ``_load_messages`` (``COPY`` on PostgreSQL, one
+multi-row insert on SQLite). A driver without that primitive gets the same batches through
+``_insert_messages``: the result and the guarantees are the same, only slower.
+
+The guarantees are those of ``append_messages`` (SPEC section 3, "Ordering and identity"),
+per batch: every message is checked and encoded exactly as an append checks it (validation,
+``max_message_bytes``, NaN and infinity, lone surrogates, nesting depth, compaction rules);
+a batch is all or nothing; a message whose ``agui_id`` is stored already is not written
+again (so a re-run of the same load writes nothing) and one stored with a different payload
+fails the batch with ``IdempotencyConflict``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from itertools import islice
+from typing import Any
+from uuid import UUID
+
+from ._boundary_rules import is_compaction
+from ._content import PreparedMessage
+from ._errors import CapabilityNotSupported, Conflict, IdempotencyConflict, InvalidArgument
+from ._models import Message
+from ._plugins import has_commit_observers, notify_messages_committed
+from ._store_args import as_count, as_id
+from ._store_messages import MessageInput, MessageOps, _conflict_text, _dedupe_batch
+
+__all__ = ["DEFAULT_LOAD_BATCH", "MAX_LOAD_BATCH", "LoadOps", "LoadReport"]
+
+DEFAULT_LOAD_BATCH = 5000
+"""Messages per batch of ``load_messages`` when the caller does not say (a count)."""
+
+MAX_LOAD_BATCH = 50_000
+"""The largest batch ``load_messages`` accepts: a batch is held in memory and written in
+one transaction."""
+
+_YIELD_EVERY = 500
+"""Messages encoded between two yields to the event loop while a batch is prepared."""
+
+
+@dataclass
+class LoadReport:
+    """What a :meth:`LoadOps.load_messages` call did, in counts.
+
+    Attributes:
+        created: Messages written by this call.
+        present: Messages whose ``agui_id`` was stored already with the same payload (not
+            written again), repeats within one batch included.
+        tool_calls_created: Tool calls nested in the created messages.
+        tool_calls_present: Tool calls nested in the messages already present.
+        batches: Batches written (each one transaction, or one driver call).
+    """
+
+    created: int = 0
+    present: int = 0
+    tool_calls_created: int = 0
+    tool_calls_present: int = 0
+    batches: int = 0
+
+    @property
+    def messages(self) -> int:
+        """Messages the call was given (created + present)."""
+        return self.created + self.present
+
+
+class LoadOps(MessageOps):
+    """Bulk load (see the module docstring)."""
+
+    async def load_messages(
+        self,
+        chat_id: UUID | str,
+        messages: Iterable[MessageInput] | AsyncIterable[MessageInput],
+        *,
+        batch_size: int = DEFAULT_LOAD_BATCH,
+    ) -> LoadReport:
+        """Append a large history in batches on the driver's bulk path; idempotent.
+
+        Messages are appended in the order given, ``batch_size`` at a time, each batch as
+        :meth:`append_messages` would append it (same checks, same ``seq`` rules, all or
+        nothing per batch) but through the driver's bulk primitive: PostgreSQL writes a
+        batch with ``COPY``, SQLite with one multi-row insert, and other drivers fall back
+        to ``_insert_messages``. Unlike ``append_messages`` it returns counts, not the
+        stored messages, so memory stays bounded by one batch however long the history.
+
+        A re-run of the same load writes nothing: every message carrying an ``agui_id``
+        that the chat stores already is found and skipped (give each message an
+        ``agui_id`` to be able to re-run; one without is written again each time).
+        Batches before a failing one stay written, so a re-run after a failure completes
+        the rest.
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            messages: ``Message`` instances or mappings of their fields
+                (:data:`threadkeep.typing.MessageInput`), as a list, any iterable (a
+                generator reading a file) or an async iterable; consumed once, in order.
+            batch_size: Messages per batch (count, 1 to :data:`MAX_LOAD_BATCH`, default
+                :data:`DEFAULT_LOAD_BATCH`).
+
+        Returns:
+            A :class:`LoadReport`: messages (and their tool calls) created and already
+            present, and the number of batches written.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted (nothing is written).
+            IdempotencyConflict: If an ``agui_id`` is stored with a different payload, or
+                repeats in one batch with different payloads; that batch is not written.
+            InvalidContent / PayloadTooLarge / InvalidArgument: As for
+                :meth:`append_messages` (and for a ``batch_size`` out of range, or
+                ``messages`` that is not iterable); that batch is not written.
+            Conflict: If the chat changed state (archived meanwhile) during a batch.
+            BackendUnavailable: If the backend fails; that batch is not written.
+        """
+        self._require_open()
+        chat_id = as_id(chat_id, "chat_id")
+        size = as_count(batch_size, "batch_size", minimum=1)
+        if size > MAX_LOAD_BATCH:
+            raise InvalidArgument(f"batch_size is at most {MAX_LOAD_BATCH}, not {size}")
+        if isinstance(messages, str | bytes | Message):
+            raise InvalidArgument("messages is an iterable of messages, not one value")
+        report = LoadReport()
+        writing: asyncio.Future[None] | None = None
+        try:
+            async for batch in _batches(messages, size):
+                try:
+                    prepared = await self._prepare_load(chat_id, batch)
+                    if writing is not None and any(is_compaction(p.message) for p in prepared):
+                        await writing  # compaction rules read what is stored before the batch
+                        writing = None
+                    if writing is None:
+                        await self._check_compactions(chat_id, prepared)
+                    else:  # the batch before, then this one (its rules saw the one before)
+                        await writing
+                except BaseException:
+                    if writing is not None and not writing.done():
+                        # Batches are written in order and the first failure is the one
+                        # reported: the batch before stands, or its error replaces this one.
+                        await writing
+                    raise
+                writing = asyncio.ensure_future(self._load_batch(chat_id, prepared, report))
+            if writing is not None:
+                await writing
+        finally:
+            if writing is not None and not writing.done():
+                writing.cancel()
+                with contextlib.suppress(BaseException):
+                    await writing
+        return report
+
+    async def _prepare_load(self, chat_id: UUID, batch: list[Any]) -> list[PreparedMessage]:
+        """Check and encode a batch, yielding to the loop now and then.
+
+        The yields let the batch before this one stream to the database meanwhile: encoding
+        (client CPU) overlaps the write (database time).
+        """
+        prepared = []
+        for start in range(0, len(batch), _YIELD_EVERY):
+            prepared += [
+                self.prepare(self._coerce_loaded(m, chat_id))
+                for m in batch[start : start + _YIELD_EVERY]
+            ]
+            await asyncio.sleep(0)
+        return prepared
+
+    def _coerce_loaded(self, message: Any, chat_id: UUID) -> Message:
+        """``_coerce_message`` without validating a ``Message`` instance a second time.
+
+        A model instance was validated when it was built (its validators ran then), so it
+        is copied with the store-assigned fields reset, as ``_coerce_message`` sets them;
+        mappings are validated. The content checks all run in ``prepare`` either way.
+        """
+        if isinstance(message, Message) and type(message).__pydantic_complete__:
+            return message.model_copy(update=_fresh(chat_id))
+        return self._coerce_message(message, chat_id)
+
+    async def _load_batch(
+        self, chat_id: UUID, prepared: list[PreparedMessage], report: LoadReport
+    ) -> None:
+        unique, positions = _dedupe_batch(prepared)
+        created = await self._bulk_write(chat_id, unique)
+        if created is None:
+            await self._require_hot_chat(chat_id)
+            created = await self._bulk_write(chat_id, unique)
+            if created is None:
+                raise Conflict(f"chat {chat_id} changed state during the load; try again")
+        new: list[tuple[PreparedMessage, int]] = []
+        counted: set[int] = set()
+        for position, index in enumerate(positions):
+            message = prepared[position].message
+            seq = created[index]
+            if seq is not None and index not in counted:
+                report.created += 1
+                report.tool_calls_created += len(message.tool_calls)
+                new.append((unique[index], seq))
+            else:
+                report.present += 1
+                report.tool_calls_present += len(message.tool_calls)
+            counted.add(index)
+        report.batches += 1
+        if new and has_commit_observers():
+            now = self._now()
+            stored = [_as_stored(item, chat_id, seq, now) for item, seq in new]
+            notify_messages_committed(self, chat_id, stored)
+
+    async def _bulk_write(
+        self, chat_id: UUID, unique: Sequence[PreparedMessage]
+    ) -> list[int | None] | None:
+        """Write one deduplicated batch; return each item's new seq (``None``: present).
+
+        The whole result is ``None`` when the chat is not hot (nothing written).
+
+        Uses the driver's
+        ``_load_messages``; a driver without it (``CapabilityNotSupported``) goes through
+        ``_insert_messages`` with the checks ``append_messages`` makes.
+        """
+        try:
+            return await self._load_messages(chat_id, unique, self._now())
+        except CapabilityNotSupported:
+            pass
+        results = await self._insert_messages(chat_id, unique, self._now())
+        if results is None:
+            return None
+        for item, (stored, created) in zip(unique, results, strict=True):
+            if not created and not self._same_payload(stored, item):
+                raise IdempotencyConflict(_conflict_text(stored))
+        return [stored.seq if created else None for stored, created in results]
+
+
+def _fresh(chat_id: UUID) -> dict[str, Any]:
+    """The store-assigned fields of a message about to be appended to ``chat_id``."""
+    return {"chat_id": chat_id, "seq": None, "revision": 0, "updated_at": None, "deleted_at": None}
+
+
+def _as_stored(item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) -> Message:
+    """The stored form of a message the bulk path wrote (for commit observers)."""
+    message = item.message
+    update = {"chat_id": chat_id, "seq": seq, "revision": 0, "updated_at": now}
+    update["created_at"] = message.created_at or now
+    return message.model_copy(update=update)
+
+
+async def _batches(
+    messages: Iterable[MessageInput] | AsyncIterable[MessageInput], size: int
+) -> AsyncIterator[list[Any]]:
+    """Yield lists of at most ``size`` items of ``messages`` (sync or async), in order.
+
+    Raises:
+        InvalidArgument: If ``messages`` is neither iterable nor async iterable.
+    """
+    if isinstance(messages, AsyncIterable):
+        batch: list[Any] = []
+        async for item in messages:
+            batch.append(item)
+            if len(batch) == size:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+        return
+    try:
+        iterator = iter(messages)
+    except TypeError as exc:
+        kind = type(messages).__name__
+        raise InvalidArgument(f"messages is an iterable of messages, not {kind}") from exc
+    while chunk := list(islice(iterator, size)):
+        yield chunk
