@@ -8,6 +8,7 @@ entry-point group (see :mod:`threadkeep._plugins`); the scheme is the part of th
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -107,8 +108,18 @@ def installed_archive_schemes() -> list[str]:
     return _scheme_names("threadkeep_archives")
 
 
+_SCHEME_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*")
+"""RFC 3986 section 3.1: the characters a URL scheme may hold (lowercased here)."""
+
+
+def _shown_scheme(scheme: str) -> str:
+    """Return ``scheme://`` for a message: bare (``redis://``), quoted when it holds odd text."""
+    text = f"{scheme}://"
+    return text if _SCHEME_TOKEN.fullmatch(scheme) else repr(text)
+
+
 def _unknown(scheme: str, installed: list[str], what: str) -> UnknownDriver:
-    parts = [f"no installed {what} serves {scheme!r}://"]
+    parts = [f"no installed {what} serves {_shown_scheme(scheme)}"]
     package = KNOWN_SCHEMES.get(scheme)
     if package:
         parts.append(f"install it with: pip install {package}")
