@@ -77,7 +77,7 @@ from ._paging import (
     Page,
     Viewer,
 )
-from ._plugins import hookimpl
+from ._plugins import hookimpl, register_observer, unregister_observer
 from ._registry import installed_schemes, open_store
 from ._runs import Run, RunStatus, Step, StepStatus, StepType
 from ._settings import DEFAULT_URL, Settings, load_settings
@@ -161,6 +161,8 @@ __all__ = [
     "open_archiver",
     "open_store",
     "participant_id",
+    "register_observer",
     "session_deduplication_key",
     "trim_orphan_tool_results",
+    "unregister_observer",
 ]
