@@ -46,6 +46,7 @@ from ._errors import (
     NotFound,
     PayloadTooLarge,
     RunNotFound,
+    SchemaOutdated,
     StepNotFound,
     ThreadkeepError,
     UnknownDriver,
@@ -80,6 +81,7 @@ from ._paging import (
 from ._plugins import hookimpl, register_observer, unregister_observer
 from ._registry import installed_schemes, open_store
 from ._runs import Run, RunStatus, Step, StepStatus, StepType
+from ._schema_migrations import SchemaMigrations, SchemaRevision
 from ._settings import DEFAULT_URL, Settings, load_settings
 from ._store import Store
 from ._store_chats import ErasureReceipt
@@ -138,6 +140,9 @@ __all__ = [
     "Run",
     "RunNotFound",
     "RunStatus",
+    "SchemaMigrations",
+    "SchemaOutdated",
+    "SchemaRevision",
     "Settings",
     "Share",
     "Step",

@@ -218,8 +218,9 @@ def open_store(url: str | None = None, **options: Any) -> Store:
         url: The store URL; default ``THREADKEEP_URL``, then the settings file, then the
             embedded SQLite file ``./threadkeep.db``.
         **options: Driver options (``cursor_secret``, ``clock``, ``max_message_bytes``,
-            ``message_model`` and driver-specific ones). ``cursor_secret`` defaults to
-            ``THREADKEEP_CURSOR_SECRET``.
+            ``message_model``, ``auto_migrate`` and driver-specific ones). ``cursor_secret``
+            and ``auto_migrate`` default to their settings (``THREADKEEP_CURSOR_SECRET``,
+            ``THREADKEEP_AUTO_MIGRATE``).
 
     Raises:
         UnknownDriver: If no installed driver serves the URL's scheme.
@@ -229,6 +230,8 @@ def open_store(url: str | None = None, **options: Any) -> Store:
     if options.get("cursor_secret") is None and settings.cursor_secret:
         _check_cursor_secret(settings.cursor_secret, setting_source("cursor_secret"))
         options["cursor_secret"] = settings.cursor_secret
+    if "auto_migrate" not in options and not settings.auto_migrate:
+        options["auto_migrate"] = False
     return driver_class_for(settings.url).from_url(settings.url, **options)
 
 

@@ -26,8 +26,9 @@ Partitioning is not implemented here; the schema is ready for it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
@@ -42,9 +43,12 @@ from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
 from ._errors import _chain
 from ._messages import _last_messages_statement
-from ._migrate import upgrade_to_head
+from ._migrate import require_head, upgrade_to_head
+from ._schema_admin import SqlMigrations
 
 __all__ = ["SqlStore"]
+
+T = TypeVar("T")
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -168,24 +172,60 @@ class SqlStore(ChatsMixin, CommitMixin, ArchiveMixin):
         Database.create(self._sa_url, schema=schema, pool_size=pool_size)  # validate options
 
     async def _open(self) -> None:
-        if self._sa_url.get_backend_name() == "sqlite":
-            await asyncio.to_thread(_require_folder, self._sa_url.database)
-        self._db = Database.create(self._sa_url, schema=self._schema, pool_size=self._pool_size)
+        self._db = await self._database()
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
         try:
-            async with self._db.transaction() as conn:
+            await self._in_schema(self._db, self._prepare_schema, write=True)
+        except BaseException:
+            await self._db.dispose()
+            raise
+
+    def _prepare_schema(self, connection: sa.Connection) -> None:
+        if self.auto_migrate:
+            upgrade_to_head(connection)
+        else:
+            require_head(connection, self.shown_url)
+
+    @property
+    def shown_url(self) -> str:
+        """The store's URL for messages: as given, with any password masked."""
+        return sa.make_url(self.url).render_as_string(hide_password=True)
+
+    def schema_migrations(self) -> SqlMigrations:
+        """Return the Alembic revisions of this store's database (``threadkeep migrate``).
+
+        Works on an unopened store; each call connects and lets go again.
+        """
+        return SqlMigrations(self)
+
+    async def _database(self) -> Database:
+        """Build the engine (the folder of a SQLite file must exist); no connection yet."""
+        if self._sa_url.get_backend_name() == "sqlite":
+            await asyncio.to_thread(_require_folder, self._sa_url.database)
+        return Database.create(self._sa_url, schema=self._schema, pool_size=self._pool_size)
+
+    async def _in_schema(
+        self, db: Database, work: Callable[[sa.Connection], T], *, write: bool
+    ) -> T:
+        """Run ``work`` on a synchronous connection in the store's schema (``run_sync``).
+
+        ``write=True``: inside one write transaction (``BEGIN IMMEDIATE`` on SQLite).
+
+        Raises:
+            InvalidArgument: If the ``schema`` option names a schema that does not exist.
+            BackendUnavailable: If the database cannot be reached (a refused login names
+                the user, database and server).
+        """
+        try:
+            async with db.transaction() if write else db.read() as conn:
                 if self._schema is not None:
                     await _require_schema(conn, self._schema)
-                await conn.run_sync(upgrade_to_head)
+                return await conn.run_sync(work)
         except BackendUnavailable as exc:
-            await self._db.dispose()
             problem = _login_problem(exc, self._sa_url)
             if problem is None:
                 raise
             raise BackendUnavailable(problem) from exc
-        except BaseException:
-            await self._db.dispose()
-            raise
 
     async def _close(self) -> None:
         await self._db.dispose()
