@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from threadkeep import BackendUnavailable, Message, MessageNotFound
+from threadkeep import BackendUnavailable, Message, MessageNotFound, ThreadkeepError
 from threadkeep_memservice import MemServiceStore
 from threadkeep_memservice.emulator import Event, FaultAction, FaultRule, MemoryService
 
@@ -174,3 +174,33 @@ async def test_a_writer_cutting_in_between_parts_makes_the_batch_start_over(
         assert [m.content for m in everything] == ["first"] + [m.content for m in sent]
         heads = [e for e in await _events(writer, chat.chat_id) if e.event_type == "message"]
         assert len(heads) == COUNT + 1, "the abandoned first attempt left staged events"
+
+
+async def test_retried_big_batches_under_random_faults_store_each_message_once() -> None:
+    """8 % of all calls fail or lose their answer; retried 450-message batches land once each."""
+    service = MemoryService(seed=1)
+    faults = [
+        FaultRule("*", FaultAction.FAIL, probability=0.05),
+        FaultRule("*", FaultAction.TIMEOUT, applied=True, probability=0.03),
+    ]
+
+    async def retry(call: Any, *args: Any) -> Any:
+        for _ in range(100):
+            try:
+                return await call(*args)
+            except ThreadkeepError:
+                continue
+        pytest.fail("100 retries did not get through 8 % faults")
+
+    store = MemServiceStore("memservice://", service=service, faults=faults)
+    await retry(store.open)
+    try:
+        chat = await retry(store.create_chat, "u", "t")
+        sent = [*_batch("x", 450), *_batch("y", 450)]
+        await retry(store.append_messages, chat.chat_id, sent[:450])
+        await retry(store.append_messages, chat.chat_id, sent[450:])
+    finally:
+        await store.close()
+    assert sum(rule.fired for rule in faults) > 20
+    async with MemServiceStore("memservice://", service=service) as clean:
+        await _all_stored_once(clean, chat.chat_id, sent)
