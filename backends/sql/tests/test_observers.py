@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from uuid import UUID
 
@@ -21,7 +22,7 @@ class SecondConnection:
 
     @hookimpl
     def threadkeep_messages_committed(self, chat_id: UUID, messages: Sequence[Message]) -> None:
-        with sqlite3.connect(self.path, timeout=0) as conn:  # a held write lock fails at once
+        with closing(sqlite3.connect(self.path, timeout=0)) as conn:  # a held lock fails at once
             (rows,) = conn.execute(
                 "SELECT count(*) FROM messages WHERE chat_id = ?", (chat_id.hex,)
             ).fetchone()
