@@ -60,7 +60,7 @@ def test_unknown_scheme_names_installed_schemes_and_the_package():
     with pytest.raises(UnknownDriver) as caught:
         open_store("mongodb://localhost/db")
     text = str(caught.value)
-    assert "'mongodb'" in text
+    assert "serves mongodb://;" in text
     assert "pip install threadkeep-mongodb" in text
     assert "installed: memory" in text
 
@@ -76,6 +76,17 @@ def test_a_typo_gets_a_suggestion():
     with pytest.raises(UnknownDriver, match="did you mean 'memory'") as caught:
         open_store("memroy://x")
     assert "installed: memory" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [("redis://localhost", "serves redis://;"), ("we ird://x", "serves 'we ird://';")],
+)
+def test_an_unknown_scheme_is_shown_as_a_scheme(url: str, shown: str):
+    """``redis://``, not ``'redis'://``; odd text is quoted whole, so it stays visible."""
+    with pytest.raises(UnknownDriver) as caught:
+        open_store(url)
+    assert shown in str(caught.value)
 
 
 @pytest.mark.parametrize("url", ["threadkeep.db", "", "://x"])

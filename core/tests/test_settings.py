@@ -81,7 +81,7 @@ def test_unknown_keys_are_named_with_the_valid_ones(isolated_settings: Path):
         load_settings()
     assert str(caught.value) == (
         "settings file threadkeep.toml: unknown key 'urll' (did you mean 'url'?); "
-        "valid keys: archive_url, cursor_secret, url"
+        "valid keys: archive_url, auto_migrate, cursor_secret, url"
     )
 
 
@@ -100,7 +100,10 @@ def test_a_value_of_the_wrong_type_names_the_key(isolated_settings: Path):
 @pytest.mark.parametrize(
     ("content", "needles"),
     [
-        ("urll = 'x'\n", ("unknown key 'urll'", "valid keys: archive_url, cursor_secret, url")),
+        (
+            "urll = 'x'\n",
+            ("unknown key 'urll'", "valid keys: archive_url, auto_migrate, cursor_secret, url"),
+        ),
         ("url = [\n", ("not valid TOML", "line 1")),
     ],
 )

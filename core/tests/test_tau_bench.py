@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from threadkeep import Message, open_store
-from threadkeep_contract_tests import require_service
+from threadkeep_contract_tests import require_realdata, require_service
 from threadkeep_sql.testing import create_schema, drop_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -29,8 +29,7 @@ POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"
 
 @pytest.fixture(scope="module")
 def source() -> list[dict[str, Any]]:
-    if not SOURCE.is_file():
-        pytest.skip(f"real data not present at {SOURCE}")
+    require_realdata(SOURCE, "tau-bench trajectories")
     records: list[dict[str, Any]] = json.loads(SOURCE.read_text(encoding="utf-8"))
     return records
 

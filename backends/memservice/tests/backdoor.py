@@ -82,11 +82,14 @@ async def raw_messages(store: MemServiceStore, chat_id: UUID) -> list[RawMessage
         return []
     events = await all_events(service, space_id, sessions[0].session_id)
     chunks = {str(e.dedup_key): e for e in events if e.event_type == "chunk"}
+    committed = {e.body["batch"] for e in events if e.event_type == "commit"}
     rows = []
     for head in events:
         if head.event_type not in ("message", "boundary"):
             continue
         cols = plain(head.body["cols"])
+        if cols.get("batch") is not None and cols["batch"] not in committed:
+            continue  # a staged part of a batch that never committed: not a stored message
         rows.append(
             RawMessage.from_body(
                 head_body(head, chunks),

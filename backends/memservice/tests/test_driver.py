@@ -139,15 +139,6 @@ async def test_a_16_mib_message_is_chunked_and_read_back_exactly(store: MemServi
     assert not [e for e in await _events_of(store, chat.chat_id) if e.event_type == "chunk"]
 
 
-async def test_a_batch_over_200_events_is_refused_whole(store: MemServiceStore) -> None:
-    chat = await store.create_chat("u", "t")
-    with pytest.raises(InvalidArgument, match="at most 200"):
-        await store.append_messages(chat.chat_id, [Message(role="user") for _ in range(201)])
-    assert (await store.list_messages(chat.chat_id)).items == []
-    stored = await store.append_messages(chat.chat_id, [Message(role="user") for _ in range(200)])
-    assert [m.seq for m in stored] == list(range(1, 201))
-
-
 async def test_a_failed_batch_writes_nothing_and_a_lost_answer_retries_idempotently(
     store: MemServiceStore, service: MemoryService
 ) -> None:

@@ -29,7 +29,7 @@ MakeStore = Callable[..., MongoStore]
 
 def server_url() -> str:
     """Return the test server's URL, or skip (fail when services are required)."""
-    return require_service(MONGODB_ENV, "MongoDB (bash .ci/services/mongodb.sh start)")
+    return require_service(MONGODB_ENV, "MongoDB")
 
 
 def with_database(url: str, database: str) -> str:

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from threadkeep import Message, open_store
 from threadkeep.cli import app
+from threadkeep_contract_tests import require_realdata
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SOURCE = REPO_ROOT.parent / "shared/realdata/tau-bench/historical_trajectories/gpt-4o-airline.json"
@@ -78,8 +79,7 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def test_tau_bench_import_matches_sqlite(isolated: Path, mongo_db: tuple[str, str]) -> None:
-    if not SOURCE.is_file():
-        pytest.skip(f"real data not present at {SOURCE}")
+    require_realdata(SOURCE, "tau-bench trajectories")
     records = json.loads(SOURCE.read_text(encoding="utf-8"))
     sqlite_url = f"sqlite+aiosqlite:///{isolated / 'tau.db'}"
     mongo_url, _ = mongo_db

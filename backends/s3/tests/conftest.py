@@ -24,7 +24,7 @@ S3_ENV = "THREADKEEP_TEST_S3_URL"
 @pytest.fixture
 def s3_url() -> str:
     """A fresh ``s3://bucket/prefix/<random>`` root for one test."""
-    base = require_service(S3_ENV, "S3 (bash .ci/services/s3.sh start)")
+    base = require_service(S3_ENV, "S3")
     return f"{base.rstrip('/')}/tests-{uuid4().hex}"
 
 

@@ -33,7 +33,7 @@ StoreFactory = Callable[..., Awaitable[SqlStore]]
 
 def postgres_url() -> str:
     """Return the test server's URL, or skip/fail as the environment says."""
-    return require_service(POSTGRES_ENV, "PostgreSQL (bash .ci/services/postgres.sh start)")
+    return require_service(POSTGRES_ENV, "PostgreSQL")
 
 
 def asyncpg_dsn(url: str) -> str:

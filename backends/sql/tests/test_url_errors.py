@@ -11,9 +11,7 @@ from threadkeep_sql import SqlStore
 
 
 def postgres_url() -> str:
-    return require_service(
-        "THREADKEEP_TEST_POSTGRES_URL", "PostgreSQL (bash .ci/services/postgres.sh start)"
-    )
+    return require_service("THREADKEEP_TEST_POSTGRES_URL", "PostgreSQL")
 
 
 async def test_a_sqlite_path_that_is_a_directory(tmp_path):

@@ -53,6 +53,7 @@ outcomes that ``python -m threadkeep_contract_tests.matrix`` turns into
 
 from ._base import StoreFactory, require_capability
 from ._contract import StoreContract
+from ._helpers import require_realdata
 from ._raw import BackDoor, RawChat, RawMessage
 from ._services import require_service
 
@@ -66,5 +67,6 @@ __all__ = [
     "StoreFactory",
     "__version__",
     "require_capability",
+    "require_realdata",
     "require_service",
 ]

@@ -28,6 +28,7 @@ __all__ = [
     "body_of",
     "opened",
     "realdata_dir",
+    "require_realdata",
     "walk_chats",
     "walk_messages",
 ]
@@ -196,6 +197,29 @@ def realdata_dir() -> Path | None:
     return None
 
 
+def require_realdata(path: Path | None, what: str = "real recorded data") -> Path:
+    """Return ``path`` if it exists, else skip the calling test saying what it lacks.
+
+    Real recorded conversations (agent traces from several stacks) are kept beside the
+    repository in ``../shared/realdata``, not shipped with threadkeep: a fresh clone does not
+    have them, and the tests that read them skip, saying so.
+
+    Args:
+        path: The file or folder the test reads (``None``: none found).
+        what: What it is, for the reason (``"tau-bench trajectories"``).
+
+    Raises:
+        pytest.skip.Exception: If ``path`` is ``None`` or does not exist.
+    """
+    if path is not None and path.exists():
+        return path
+    where = "" if path is None else f" ({path})"
+    pytest.skip(
+        f"{what} not present{where}: recorded real conversations are kept beside the "
+        "repository in ../shared/realdata, not shipped with it; these tests run where it exists"
+    )
+
+
 def _acebench_lines(path: Path) -> Iterator[tuple[str, str]]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
@@ -218,8 +242,7 @@ def acebench_dialogues(limit: int) -> list[tuple[list[tuple[str, str]], str]]:
     root = realdata_dir()
     path = None if root is None else root / "acebench" / "data_all" / "data_zh"
     source = None if path is None else path / "data_normal_multi_turn_user_switch.json"
-    if source is None or not source.is_file():
-        pytest.skip("ACEBench real data is not present (../shared/realdata/acebench)")
+    source = require_realdata(source, "ACEBench dialogues")
     dialogues: list[tuple[list[tuple[str, str]], str]] = []
     for question, tools in _acebench_lines(source):
         turns: list[tuple[str, str]] = []

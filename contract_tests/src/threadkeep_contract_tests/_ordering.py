@@ -191,6 +191,35 @@ class OrderingTests(ContractBase):
             assert (await store.list_messages(chat.chat_id)).items == []
 
     @pytest.mark.asyncio
+    async def test_a_batch_of_1000_commits_whole_or_not_at_all(self, store: Store) -> None:
+        """1,000 messages in one batch: all stored, in order; with a conflict, none of them.
+
+        A backend whose own batch limit is smaller (a document service's 200 events) must
+        still make the batch one all-or-nothing commit (SPEC section 3, "Batches").
+        """
+        chat = await store.create_chat("u-big", "t-big")
+        await store.append_message(chat.chat_id, Message(role="user", agui_id="x", content="x"))
+        doomed = [Message(role="user", agui_id=f"d{i}", content=f"d{i}") for i in range(999)]
+        with pytest.raises(IdempotencyConflict):  # the conflict is the very last message
+            await store.append_messages(
+                chat.chat_id, [*doomed, Message(role="user", agui_id="x", content="changed")]
+            )
+        assert len(await self.raw_live_messages(store, chat.chat_id)) == 1, "batch half-written"
+        assert await store.get_message_by_agui_id(chat.chat_id, "d0") is None
+        sent = [Message(role="user", agui_id=f"n{i}", content=f"n{i}") for i in range(1000)]
+        stored = await store.append_messages(chat.chat_id, sent)
+        assert [m.content for m in stored] == [f"n{i}" for i in range(1000)]
+        seqs = [m.seq or 0 for m in stored]
+        assert all(a < b for a, b in pairwise(seqs)), "batch seqs do not follow batch order"
+        walk = await walk_messages(store, chat.chat_id, limit=200)
+        assert [m.content for m in walk.items] == ["x"] + [f"n{i}" for i in range(1000)]
+        assert [m.seq for m in walk.items[1:]] == seqs
+        assert len(await self.raw_live_messages(store, chat.chat_id)) == 1001
+        again = await store.append_messages(chat.chat_id, sent)  # a retry stores nothing new
+        assert [m.message_id for m in again] == [m.message_id for m in stored]
+        assert len(await self.raw_live_messages(store, chat.chat_id)) == 1001
+
+    @pytest.mark.asyncio
     async def test_empty_batch_writes_nothing(self, store: Store) -> None:
         """An empty batch returns ``[]`` and stores nothing."""
         chat = await store.create_chat("u-empty", "t-empty")

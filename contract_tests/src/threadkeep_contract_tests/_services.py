@@ -11,12 +11,39 @@ import os
 
 import pytest
 
-__all__ = ["REQUIRE_SERVICES_ENV", "require_service", "services_required", "set_services_required"]
+__all__ = [
+    "REQUIRE_SERVICES_ENV",
+    "SERVICE_SCRIPTS",
+    "require_service",
+    "service_hint",
+    "services_required",
+    "set_services_required",
+]
 
 REQUIRE_SERVICES_ENV = "THREADKEEP_REQUIRE_SERVICES"
 """Environment variable that, set to ``1``, turns a missing service into a failure."""
 
+SERVICE_SCRIPTS = {
+    "THREADKEEP_TEST_POSTGRES_URL": "postgres",
+    "THREADKEEP_TEST_MONGODB_URL": "mongodb",
+    "THREADKEEP_TEST_S3_URL": "s3",
+}
+"""threadkeep's own test servers: environment variable -> its script in ``.ci/services``."""
+
 _required_by_option = False
+
+
+def service_hint(env_var: str) -> str:
+    """Return how to get ``env_var`` set, for a skip reason (``""`` for an unknown variable).
+
+    For threadkeep's own servers: from a clone, the script that starts the server and the
+    one that prints its variables, ready to paste.
+    """
+    script = SERVICE_SCRIPTS.get(env_var)
+    if script is None:
+        return ""
+    path = f".ci/services/{script}.sh"
+    return f'; from a threadkeep clone: `bash {path} start` then `eval "$(bash {path} env)"`'
 
 
 def set_services_required(required: bool) -> None:
@@ -40,7 +67,9 @@ def require_service(env_var: str, what: str) -> str:
 
     Args:
         env_var: The variable holding the service's URL or address.
-        what: A human name for the service, used in the reason (``"PostgreSQL"``).
+        what: A human name for the service, used in the reason (``"PostgreSQL"``). For
+            threadkeep's own servers (:data:`SERVICE_SCRIPTS`) the reason also says how to
+            start one and set the variable.
 
     Returns:
         The variable's non-empty value.
@@ -52,7 +81,7 @@ def require_service(env_var: str, what: str) -> str:
     value = os.environ.get(env_var, "").strip()
     if value:
         return value
-    reason = f"{what} is not configured: set {env_var} to run these tests"
+    reason = f"{what} is not configured: set {env_var} to run these tests{service_hint(env_var)}"
     if services_required():
         pytest.fail(
             f"{reason} ({REQUIRE_SERVICES_ENV}=1 or --threadkeep-require-services makes "

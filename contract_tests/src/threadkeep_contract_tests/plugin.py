@@ -17,18 +17,29 @@ Options:
 
 Hypothesis profiles ``dev``, ``ci`` and ``nightly`` are registered; the one named by
 ``HYPOTHESIS_PROFILE`` (default ``dev``) is loaded.
+
+Skipped tests: unless skips are asked for one by one (``-rs``, ``-ra``), the summary shows
+one line per skip reason with its count (:func:`pytest_terminal_summary`): a run without
+the test servers skips hundreds of tests for three reasons, and says so in three lines.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ._profiles import load_profile, register_profiles
 from ._services import set_services_required
 
-__all__ = ["pytest_addoption", "pytest_configure", "pytest_report_header"]
+__all__ = [
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_report_header",
+    "pytest_terminal_summary",
+    "skip_reasons",
+]
 
 _RECORDER_NAME = "threadkeep-results-recorder"
 
@@ -80,3 +91,35 @@ def pytest_report_header(config: pytest.Config) -> str:
         f"stateful_step_count={current.stateful_step_count}, "
         f"derandomize={current.derandomize}"
     )
+
+
+def skip_reasons(reports: list[pytest.TestReport]) -> list[tuple[int, str]]:
+    """Count skipped tests by reason, most frequent first.
+
+    Args:
+        reports: The ``skipped`` reports of a run (``terminalreporter.stats["skipped"]``).
+
+    Returns:
+        ``[(count, reason), ...]``; ties in reason order.
+    """
+    counts: dict[str, int] = {}
+    for report in reports:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        counts[reason] = counts.get(reason, 0) + 1
+    return sorted(((n, r) for r, n in counts.items()), key=lambda item: (-item[0], item[1]))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Print the skips grouped by reason, one line each, unless ``-rs`` lists them already."""
+    del exitstatus
+    del config
+    if "s" in getattr(terminalreporter, "reportchars", ""):  # -rs, -ra, -rA: pytest lists them
+        return
+    reports = [r for r in terminalreporter.stats.get("skipped", []) if r.when != "teardown"]
+    if not reports:
+        return
+    terminalreporter.section("skipped tests, by reason (-rs lists each)", sep="-")
+    for count, reason in skip_reasons(reports):
+        terminalreporter.line(f"SKIPPED {count:>4}: {reason}")

@@ -48,6 +48,7 @@ from ._errors import (
     NotFound,
     PayloadTooLarge,
     RunNotFound,
+    SchemaOutdated,
     StepNotFound,
     ThreadkeepError,
     UnknownDriver,
@@ -79,9 +80,10 @@ from ._paging import (
     Page,
     Viewer,
 )
-from ._plugins import hookimpl
+from ._plugins import hookimpl, register_observer, unregister_observer
 from ._registry import installed_schemes, open_store
 from ._runs import Run, RunStatus, Step, StepStatus, StepType
+from ._schema_migrations import SchemaMigrations, SchemaRevision
 from ._settings import DEFAULT_URL, Settings, load_settings
 from ._store import Store
 from ._store_chats import ErasureReceipt
@@ -143,6 +145,9 @@ __all__ = [
     "Run",
     "RunNotFound",
     "RunStatus",
+    "SchemaMigrations",
+    "SchemaOutdated",
+    "SchemaRevision",
     "Settings",
     "Share",
     "Step",
@@ -166,6 +171,8 @@ __all__ = [
     "open_archiver",
     "open_store",
     "participant_id",
+    "register_observer",
     "session_deduplication_key",
     "trim_orphan_tool_results",
+    "unregister_observer",
 ]

@@ -20,7 +20,8 @@ with ``raise ... from exc``, so callers never need to import a driver's exceptio
     ├── ArchiveError
     │   └── ArchiveIntegrityError
     ├── UnknownDriver
-    └── CapabilityNotSupported
+    ├── CapabilityNotSupported
+    └── SchemaOutdated               (the stored schema is not at this code's revision)
 
 Each message says what was wrong and what to do about it.
 """
@@ -42,6 +43,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "RunNotFound",
+    "SchemaOutdated",
     "StepNotFound",
     "ThreadkeepError",
     "UnknownDriver",
@@ -122,3 +124,22 @@ class UnknownDriver(ThreadkeepError):
 
 class CapabilityNotSupported(ThreadkeepError):
     """The driver does not declare the capability an operation needs."""
+
+
+class SchemaOutdated(ThreadkeepError):
+    """The stored schema is not the one this code needs, and it was not upgraded on open.
+
+    Raised by ``open()`` of a store opened with ``auto_migrate=False`` whose schema is older
+    than the code (or missing), and by any open when the schema is at a revision this code
+    does not know (a newer release migrated it). The message names the revisions and the
+    command that upgrades (``threadkeep migrate``).
+
+    Attributes:
+        current: The revision the store is at (``None``: no schema yet).
+        required: The revision this code needs (its newest).
+    """
+
+    def __init__(self, message: str, *, current: str | None, required: str | None) -> None:
+        super().__init__(message)
+        self.current = current
+        self.required = required

@@ -17,6 +17,7 @@ Example plugin module::
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -24,17 +25,22 @@ from uuid import UUID
 
 import pluggy
 
+from ._errors import InvalidArgument
+
 if TYPE_CHECKING:
     from ._models import Message
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "OBSERVER_HOOKS",
     "hookimpl",
     "hookspec",
     "lazy_exports",
     "notify_messages_committed",
     "plugin_manager",
+    "register_observer",
     "reset_plugin_manager",
+    "unregister_observer",
 ]
 
 ENTRY_POINT_GROUP = "threadkeep"
@@ -86,6 +92,9 @@ class _HookSpecs:
         """
 
 
+OBSERVER_HOOKS = ("threadkeep_messages_committed",)
+"""The hooks an observer registered at run time (:func:`register_observer`) may implement."""
+
 _manager: pluggy.PluginManager | None = None
 
 
@@ -109,6 +118,82 @@ def reset_plugin_manager() -> None:
 def has_commit_observers() -> bool:
     """Whether any plugin observes committed messages (bulk paths skip building them if not)."""
     return bool(plugin_manager().hook.threadkeep_messages_committed.get_hookimpls())
+
+
+def register_observer(observer: object) -> None:
+    """Register an observer at run time; its hooks are called from now on, in this process.
+
+    The entry point group ``threadkeep`` registers plugins when the process starts; this is
+    the same thing for an object an application builds itself (a search index, a metrics
+    counter). Observers are called after the write committed, in the writer's task, and
+    never fail it (see ``threadkeep_messages_committed``)::
+
+        class Counter:
+            seen = 0
+
+            @threadkeep.hookimpl
+            def threadkeep_messages_committed(self, store, chat_id, messages):
+                self.seen += len(messages)
+
+        threadkeep.register_observer(counter := Counter())
+
+    Args:
+        observer: An object (instance, class or module) with at least one method named after
+            a hook of :data:`OBSERVER_HOOKS`, decorated with :data:`hookimpl`. A method may
+            take any subset of the hook's arguments (``store``, ``chat_id``, ``messages``).
+
+    Raises:
+        InvalidArgument: If ``observer`` has no decorated observer hook, names a hook that
+            is not an observer hook (drivers register through entry points), takes an
+            argument the hook does not pass, is an ``async def`` (hooks are synchronous),
+            or is registered already. Nothing is registered then.
+    """
+    manager = plugin_manager()
+    hooks = _decorated_hooks(manager, observer)
+    if not hooks:
+        msg = (
+            f"{observer!r} has no method decorated with @threadkeep.hookimpl named "
+            f"{' or '.join(OBSERVER_HOOKS)}"
+        )
+        raise InvalidArgument(msg)
+    for name, function in hooks.items():
+        if name not in OBSERVER_HOOKS:
+            msg = f"{name!r} is not an observer hook ({', '.join(OBSERVER_HOOKS)})"
+            raise InvalidArgument(msg + "; drivers register through the 'threadkeep' entry points")
+        if inspect.iscoroutinefunction(function):
+            msg = f"{name} of {observer!r} is async def; hooks are called synchronously"
+            raise InvalidArgument(msg + " (hand the work to a task or queue from a plain def)")
+    if manager.is_registered(observer):
+        raise InvalidArgument(f"{observer!r} is registered already")
+    try:
+        manager.register(observer)
+    except pluggy.PluginValidationError as exc:
+        raise InvalidArgument(f"{observer!r} does not fit its hook: {exc}") from exc
+
+
+def unregister_observer(observer: object) -> bool:
+    """Stop calling an observer registered by :func:`register_observer`.
+
+    Args:
+        observer: The object given to :func:`register_observer`.
+
+    Returns:
+        ``True`` if it was registered, ``False`` if it was not (nothing changes then).
+    """
+    manager = plugin_manager()
+    if not manager.is_registered(observer):
+        return False
+    manager.unregister(observer)
+    return True
+
+
+def _decorated_hooks(manager: pluggy.PluginManager, observer: object) -> dict[str, Any]:
+    """Return ``{hook name: function}`` for the ``@hookimpl`` methods of ``observer``."""
+    found: dict[str, Any] = {}
+    for name in dir(observer):
+        if name.startswith("threadkeep_") and manager.parse_hookimpl_opts(observer, name):
+            found[name] = getattr(observer, name)
+    return found
 
 
 def notify_messages_committed(store: Any, chat_id: UUID, messages: Sequence[Message]) -> None:

@@ -8,6 +8,7 @@ entry-point group (see :mod:`threadkeep._plugins`); the scheme is the part of th
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -107,8 +108,18 @@ def installed_archive_schemes() -> list[str]:
     return _scheme_names("threadkeep_archives")
 
 
+_SCHEME_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*")
+"""RFC 3986 section 3.1: the characters a URL scheme may hold (lowercased here)."""
+
+
+def _shown_scheme(scheme: str) -> str:
+    """Return ``scheme://`` for a message: bare (``redis://``), quoted when it holds odd text."""
+    text = f"{scheme}://"
+    return text if _SCHEME_TOKEN.fullmatch(scheme) else repr(text)
+
+
 def _unknown(scheme: str, installed: list[str], what: str) -> UnknownDriver:
-    parts = [f"no installed {what} serves {scheme!r}://"]
+    parts = [f"no installed {what} serves {_shown_scheme(scheme)}"]
     package = KNOWN_SCHEMES.get(scheme)
     if package:
         parts.append(f"install it with: pip install {package}")
@@ -207,8 +218,9 @@ def open_store(url: str | None = None, **options: Any) -> Store:
         url: The store URL; default ``THREADKEEP_URL``, then the settings file, then the
             embedded SQLite file ``./threadkeep.db``.
         **options: Driver options (``cursor_secret``, ``clock``, ``max_message_bytes``,
-            ``message_model`` and driver-specific ones). ``cursor_secret`` defaults to
-            ``THREADKEEP_CURSOR_SECRET``.
+            ``message_model``, ``auto_migrate`` and driver-specific ones). ``cursor_secret``
+            and ``auto_migrate`` default to their settings (``THREADKEEP_CURSOR_SECRET``,
+            ``THREADKEEP_AUTO_MIGRATE``).
 
     Raises:
         UnknownDriver: If no installed driver serves the URL's scheme.
@@ -218,6 +230,8 @@ def open_store(url: str | None = None, **options: Any) -> Store:
     if options.get("cursor_secret") is None and settings.cursor_secret:
         _check_cursor_secret(settings.cursor_secret, setting_source("cursor_secret"))
         options["cursor_secret"] = settings.cursor_secret
+    if "auto_migrate" not in options and not settings.auto_migrate:
+        options["auto_migrate"] = False
     return driver_class_for(settings.url).from_url(settings.url, **options)
 
 

@@ -106,6 +106,9 @@ class Settings(BaseSettings):
             (``THREADKEEP_ARCHIVE_URL``); reading an archived chat does not need it.
         cursor_secret: Secret that signs cursors, at least 16 bytes of UTF-8
             (``THREADKEEP_CURSOR_SECRET``); without it the store keeps one it generated.
+        auto_migrate: Whether opening a store may upgrade its schema
+            (``THREADKEEP_AUTO_MIGRATE``, default true). False for an application user that
+            may not run DDL: upgrade with ``threadkeep migrate``.
     """
 
     model_config = SettingsConfigDict(env_prefix="THREADKEEP_", extra="ignore")
@@ -113,6 +116,7 @@ class Settings(BaseSettings):
     url: str = DEFAULT_URL
     archive_url: str | None = None
     cursor_secret: str | None = None
+    auto_migrate: bool = True
 
     @classmethod
     def settings_customise_sources(

@@ -35,4 +35,8 @@ class Store(CopyOps, LoadOps, RunBatchOps):
         max_message_bytes: Limit on a message's payload in UTF-8 bytes (default 16 MiB).
         message_model: The ``Message`` subclass messages are read back as.
         chat_model: The ``Chat`` subclass chats are read back as.
+        auto_migrate: ``False``: ``open()`` never changes the schema; a store whose schema
+            is older than the code raises ``SchemaOutdated`` naming ``threadkeep migrate``
+            (for an application user that may not run DDL). Default ``True``; also the
+            ``auto_migrate`` setting (``THREADKEEP_AUTO_MIGRATE``).
     """

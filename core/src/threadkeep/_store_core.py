@@ -30,6 +30,7 @@ from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
 from ._models import Chat, Message
 from ._paging import MAX_PAGE_LIMIT
 from ._rows import MESSAGE_COLUMNS, MESSAGE_ROW, from_json, page_from_json
+from ._schema_migrations import SchemaMigrations
 from ._store_args import as_count, check_store_options
 
 __all__ = ["Clock", "StoreCore", "as_utc", "system_clock"]
@@ -55,6 +56,7 @@ class StoreCore(DriverPrimitives):
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         message_model: type[Message] = Message,
         chat_model: type[Chat] = Chat,
+        auto_migrate: bool = True,
         **unknown: Any,
     ) -> None:
         check_store_options(
@@ -66,6 +68,11 @@ class StoreCore(DriverPrimitives):
             chat_model=chat_model,
         )
         max_message_bytes = as_count(max_message_bytes, "max_message_bytes", minimum=1)
+        given: object = auto_migrate  # callers outside the type checker pass anything
+        if not isinstance(given, bool):
+            kind = type(given).__name__
+            raise InvalidArgument(f"auto_migrate must be True or False, not a {kind}")
+        self.auto_migrate = auto_migrate  # may open() upgrade the schema? (drivers that have one)
         self.url = url
         self.max_message_bytes = max_message_bytes
         self.message_model = message_model
@@ -100,6 +107,17 @@ class StoreCore(DriverPrimitives):
         return cls(url, **options)
 
     # -- lifecycle -----------------------------------------------------------------------
+
+    def schema_migrations(self) -> SchemaMigrations | None:
+        """Return the schema upgrades of this store's database, or ``None`` if it has none.
+
+        Works on an unopened store (``threadkeep migrate`` uses it). Drivers whose storage
+        has a versioned schema override it; the default says "no migrations".
+
+        Returns:
+            A :class:`threadkeep.SchemaMigrations`, or ``None``.
+        """
+        return None
 
     async def open(self) -> Self:
         """Connect (creating or migrating the schema) and load the cursor secret.

@@ -22,7 +22,7 @@ import pytest
 
 from threadkeep import ChatFilter, ChatStatus, Store, open_store
 from threadkeep._archive._tiered import open_archive
-from threadkeep_contract_tests import require_service
+from threadkeep_contract_tests import require_realdata, require_service
 from threadkeep_sql.testing import create_schema, drop_schema
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -36,8 +36,7 @@ def stores(
     request: pytest.FixtureRequest, sqlite_url: str, tmp_path: Path
 ) -> Iterator[tuple[str, dict[str, Any], str]]:
     """Yield ``(store url, driver options, archive url)``, all empty."""
-    if not SOURCE.is_file():
-        pytest.skip(f"real data not present at {SOURCE}")
+    require_realdata(SOURCE, "tau-bench trajectories")
     if request.param == "sqlite+file":
         yield sqlite_url, {}, f"file://{tmp_path / 'archive'}"
         return

@@ -1,11 +1,13 @@
-"""``_insert_messages``: a batch append as one conditional batch call.
+"""``_insert_messages``: a batch append as one conditional batch call (or staged parts).
 
 The batch's head and chunk events go to the service in one ``create_events`` call, which is
 atomic (all or nothing) and gives the heads consecutive ``sequence_id``s after every id the
 session has used: that id is the message's ``seq``, strictly increasing in commit order.
 The call is conditional on the session version the driver last saw the chat live and hot
 at (``If-Match``), so an append can never land in a chat that was deleted or archived in
-between; on a stale version the driver re-reads the session and retries (bounded).
+between; on a stale version the driver re-reads the session and retries (bounded). A batch
+of more than 200 events is written in staged parts behind one commit marker, all or nothing
+for every reader (:mod:`._staging`).
 
 Idempotency needs no read in the common case: each head's dedup key is derived from its
 ``agui_id``, so a repeated ``agui_id`` makes the service refuse the whole batch
@@ -29,13 +31,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from threadkeep import Conflict, IdempotencyConflict, InvalidArgument, Message, PreparedMessage
+from threadkeep import Conflict, IdempotencyConflict, Message, PreparedMessage
 
 from ._base import ATTEMPTS, is_hot
 from ._codec import columns, event_key, message_events
 from ._errors import mapped
 from ._locators import Location
-from ._reads import ReadHelpers
+from ._reads import ReadHelpers, batched
 from .emulator import (
     MAX_BATCH,
     ConflictError,
@@ -73,22 +75,36 @@ class AppendPrimitives(ReadHelpers):
     async def _commit(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> tuple[list[tuple[Message, bool]], Session] | None:
-        """Write the batch (one conditional call) and touch the chat; see the module docs."""
+        """Write the batch (one conditional call, or staged parts) and touch the chat."""
         session = await self._append_session(chat_id)
         if session is None:
             return None
         keys = [event_key(p.message) for p in messages]
         stored: dict[str, Message] = {}
+        unsettled: Sequence[str] = ()  # keys the service said are taken: look at them first
         for attempt in range(ATTEMPTS):
-            fresh = [(p, k) for p, k in zip(messages, keys, strict=True) if k not in stored]
-            if not fresh:
-                return [(stored[k], False) for k in keys], session
-            events = self._new_events([p for p, _ in fresh], now)
             try:
-                heads, version = await self._create(session, events)
+                if unsettled:
+                    session, _ = await self._settle(session, chat_id, unsettled, stored)
+                    self._check_same(messages, keys, stored)
+                    unsettled = ()
+                fresh = [(p, k) for p, k in zip(messages, keys, strict=True) if k not in stored]
+                if not fresh:
+                    return [(stored[k], False) for k in keys], session
+                events = self._new_events([p for p, _ in fresh], now)
+                if len(events) <= MAX_BATCH:
+                    heads, version = await self._create(session, events)
+                else:
+                    # Staged parts cannot meet a taken key halfway: settle every key first.
+                    session, changed = await self._settle(
+                        session, chat_id, [k for _, k in fresh], stored
+                    )
+                    self._check_same(messages, keys, stored)
+                    if changed:
+                        continue
+                    heads, version = await self._create_staged(session, events)
             except DuplicateEventKey as exc:
-                stored.update(await self._stored_heads(session, chat_id, exc.keys))
-                self._check_same(messages, keys, stored)
+                unsettled = exc.keys
                 continue
             except (ConflictError, NotFoundError):
                 # A stale version, or a session deleted since it was cached: read it again.
@@ -123,13 +139,6 @@ class AppendPrimitives(ReadHelpers):
                 fingerprint=item.fingerprint,
             )
             events += message_events(item, cols)
-        if len(events) > MAX_BATCH:
-            msg = (
-                f"this batch needs {len(events)} memory-service events; an atomic append holds "
-                f"at most {MAX_BATCH} (one per message, more for messages over 1 MiB): "
-                "split the batch"
-            )
-            raise InvalidArgument(msg)
         return events
 
     async def _create(self, session: Session, events: list[NewEvent]) -> tuple[list[Event], int]:
@@ -175,21 +184,35 @@ class AppendPrimitives(ReadHelpers):
                 )
                 raise IdempotencyConflict(msg)
 
-    async def _stored_heads(
-        self, session: Session, chat_id: UUID, keys: Sequence[str]
-    ) -> dict[str, Message]:
-        """Read the stored messages holding these head keys (chunk keys are ignored)."""
-        wanted = [k for k in keys if not k.startswith("c:")]
-        if not wanted:
-            return {}
-        try:
-            heads = await self.service.get_events(
-                self.space_id, session.session_id, dedup_keys=wanted
+    async def _settle(
+        self, session: Session, chat_id: UUID, keys: Sequence[str], stored: dict[str, Message]
+    ) -> tuple[Session, bool]:
+        """Look at the heads holding these keys: committed ones go into ``stored``.
+
+        Heads of a batch that never committed (a writer that crashed between parts) are in
+        the way of the same messages sent again: they are deleted (:mod:`._staging`).
+
+        Returns:
+            ``(the session, at its new version if anything was deleted; whether any head
+            was found)``.
+
+        Raises:
+            ConflictError / NotFoundError: If the session changed or went meanwhile.
+        """
+        wanted = [k for k in keys if k.startswith(("a:", "m:"))]
+        heads: list[Event] = []
+        for part in batched(wanted):
+            heads += await self.service.get_events(
+                self.space_id, session.session_id, dedup_keys=part
             )
-        except NotFoundError:
-            return {}
-        messages = await self._materialize(session.session_id, chat_id, heads)
-        return {str(h.dedup_key): m for h, m in zip(heads, messages, strict=True)}
+        committed = await self._committed_heads(session.session_id, heads)
+        messages = await self._materialize(session.session_id, chat_id, committed)
+        stored.update({str(h.dedup_key): m for h, m in zip(committed, messages, strict=True)})
+        done = {h.event_id for h in committed}
+        abandoned = [h for h in heads if h.event_id not in done]
+        if abandoned:
+            session = await self._discard_staged(session, abandoned)
+        return session, bool(heads)
 
     async def _touch(self, session: Session, now: datetime) -> Session:
         """Set the chat's ``last_message_at`` (best effort); return the session seen last."""

@@ -23,10 +23,12 @@ from ._codec import CHUNK_TYPE, MESSAGE_TYPES, columns, message_events
 from ._errors import mapped
 from ._locators import LOCATOR_PREFIX
 from ._messages import MessagePrimitives
+from ._staging import COMMIT_TYPE, count_committed_heads
 from .emulator import (
     MAX_BATCH,
     ConflictError,
     DuplicateEventKey,
+    Event,
     NewEvent,
     NotFoundError,
     Session,
@@ -56,7 +58,7 @@ class ArchivePrimitives(MessagePrimitives):
         found = await self._chat_session(chat_id, include_deleted=False)
         if found is None:
             return 0
-        return await self._delete_typed(found[0], [*MESSAGE_TYPES, CHUNK_TYPE])
+        return await self._delete_typed(found[0], [*MESSAGE_TYPES, CHUNK_TYPE, COMMIT_TYPE])
 
     @mapped
     async def _delete_archived_rows(
@@ -77,7 +79,7 @@ class ArchivePrimitives(MessagePrimitives):
         stops the delete there. Returns how many message heads and steps went.
         """
         version = session.version
-        counts = {"messages": 0, "steps": 0}
+        deleted: list[Event] = []
         while events := await self.service.list_events(
             self.space_id, session.session_id, limit=MAX_BATCH
         ):
@@ -88,22 +90,27 @@ class ArchivePrimitives(MessagePrimitives):
                 )
             except ConflictError:
                 break
-            counts["messages"] += sum(e.event_type in MESSAGE_TYPES for e in events)
-            counts["steps"] += sum(e.event_type == "step" for e in events)
+            deleted += events
         self._hot_sessions.pop(session.session_id)
-        return counts
+        steps = sum(e.event_type == "step" for e in deleted)
+        return {"messages": count_committed_heads(deleted), "steps": steps}
 
     async def _delete_typed(self, session: Session, types: list[str]) -> int:
-        """Hard-delete every event of these types; return how many were heads or steps."""
-        removed = 0
+        """Hard-delete every event of these types; return how many were heads or steps.
+
+        Heads of batches that never committed (staged parts left by a crash) go too,
+        uncounted: they were never messages.
+        """
+        deleted: list[Event] = []
         while events := await self.service.list_events(
             self.space_id, session.session_id, event_types=types, limit=MAX_BATCH
         ):
             ids = [e.event_id for e in events]
             await self.service.delete_events(self.space_id, session.session_id, ids, hard=True)
-            removed += sum(e.event_type != CHUNK_TYPE for e in events)
+            deleted += events
         self._hot_sessions.pop(session.session_id)
-        return removed
+        plain = sum(e.event_type not in (*MESSAGE_TYPES, CHUNK_TYPE, COMMIT_TYPE) for e in deleted)
+        return count_committed_heads(deleted) + plain
 
     @mapped
     async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:

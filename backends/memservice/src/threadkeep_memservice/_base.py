@@ -59,6 +59,7 @@ class MemServiceBase(Store):
         self._locators_: LocatorIndex | None = None
         self._registry_: ChatSessionRegistry | None = None
         self._hot_sessions: LRUCache[str, Session] = LRUCache(cache_size)
+        self._committed_batches: LRUCache[str, bool] = LRUCache(cache_size)  # see _staging
         self._locks: weakref.WeakValueDictionary[UUID, asyncio.Lock] = weakref.WeakValueDictionary()
         self._rng = random.Random()
 

@@ -7,7 +7,6 @@ from uuid import UUID
 
 from threadkeep import BackendUnavailable, Message
 
-from ._base import MemServiceBase
 from ._codec import (
     MESSAGE_TYPES,
     assemble_chunks,
@@ -17,7 +16,9 @@ from ._codec import (
     parse_time,
 )
 from ._locators import Location
-from .emulator import MAX_BATCH, MAX_PAGE, Event, NotFoundError, Session
+from ._staging import Memo, StagingHelpers
+from ._staging import slices as batched
+from .emulator import MAX_PAGE, Event, NotFoundError, Session
 
 __all__ = ["ReadHelpers", "Visible", "batched"]
 
@@ -25,18 +26,17 @@ Visible = tuple[Session, Event, Message]
 """A visible message with the session and head event it was read from."""
 
 
-def batched(items: Sequence[str], size: int = MAX_BATCH) -> list[Sequence[str]]:
-    """Split ``items`` into slices of at most ``size``."""
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
 def is_hidden(head: Event) -> bool:
     """Return whether a head event's message is hidden (``delete_messages``)."""
     return columns_of(head).get("deleted_at") is not None
 
 
-class ReadHelpers(MemServiceBase):
-    """Materializing messages from head events and reading them by location."""
+class ReadHelpers(StagingHelpers):
+    """Materializing messages from head events and reading them by location.
+
+    Every read of heads goes through :meth:`_committed_heads`: the staged parts of a batch
+    not committed (yet, or ever) are not there for readers (see :mod:`._staging`).
+    """
 
     async def _materialize(
         self, session_id: str, chat_id: UUID, heads: Sequence[Event]
@@ -70,7 +70,8 @@ class ReadHelpers(MemServiceBase):
         """Read the visible message at ``location`` (three point reads), or ``None``.
 
         ``None`` when the chat's session is gone or deleted, the event is missing (a stale
-        locator), the event holds another message than ``message_id``, or it is hidden.
+        locator), the event holds another message than ``message_id``, it is hidden, or it
+        is a staged part of a batch that has not committed.
         """
         if location.event_key is None:
             return None
@@ -85,10 +86,11 @@ class ReadHelpers(MemServiceBase):
         if chat.deleted_at is not None or chat.chat_id != location.chat_id or not events:
             return None
         head = events[0]
-        if head.event_type not in MESSAGE_TYPES or is_hidden(head):
+        other = message_id is not None and columns_of(head)["message_id"] != str(message_id)
+        if head.event_type not in MESSAGE_TYPES or is_hidden(head) or other:
             return None
-        if message_id is not None and columns_of(head)["message_id"] != str(message_id):
-            return None
+        if not await self._committed_heads(location.session_id, [head]):
+            return None  # staged by a batch that has not committed
         (message,) = await self._materialize(location.session_id, chat.chat_id, [head])
         return session, head, message
 
@@ -110,7 +112,12 @@ class ReadHelpers(MemServiceBase):
         descending: bool = False,
         page: int = MAX_PAGE,
     ) -> AsyncIterator[list[Event]]:
-        """Yield pages of a session's head events in sequence order (keyset on sequence_id)."""
+        """Yield pages of a session's committed head events in sequence order (keyset).
+
+        Pages may come out shorter than ``page`` (heads of uncommitted batches are left
+        out); the walk ends after the service's last page.
+        """
+        memo: Memo = {}
         while True:
             events = await self.service.list_events(
                 self.space_id,
@@ -121,8 +128,9 @@ class ReadHelpers(MemServiceBase):
                 limit=page,
                 descending=descending,
             )
-            if events:
-                yield events
+            committed = await self._committed_heads(session_id, events, memo)
+            if committed:
+                yield committed
             if len(events) < page:
                 return
             if descending:

@@ -13,8 +13,10 @@ Design (the service has no transactions and no query across sessions; see the em
   zero-width placeholder codec (:mod:`._codec`). Bodies over the 1 MiB document limit
   are chunked into ``chunk`` events written in the same batch.
 - **seq strictly increasing, batches all or nothing, without transactions.** A batch
-  append is *one* ``create_events`` call (atomic; at most 200 events, else
-  ``InvalidArgument`` before anything is written). The service assigns the heads
+  append is *one* ``create_events`` call (atomic) when it fits the service's 200 events;
+  a bigger one is written in parts chained by ``If-Match`` behind one commit marker that
+  readers respect, so it too is all or nothing, also after a crash between parts
+  (:mod:`._staging`). The service assigns the heads
   consecutive ``sequence_id``s in commit order: that is the ``seq``. The call carries
   ``If-Match`` = the session version at which the driver saw the chat live and hot, so it
   cannot land in a chat deleted or archived in between; stale -> re-read, retry (bounded,
@@ -84,8 +86,8 @@ class MemServiceStore(RunPrimitives, ChatPrimitives):
         notes={
             "strong_uuid_lookup": "locators are written best effort; a lookup by uuid on "
             "another replica may say not found (never the wrong entity)",
-            "transactions": "a batch append is one conditional batch call of at most 200 "
-            "events (about 200 messages)",
+            "transactions": "a batch append is one conditional batch call; over the "
+            "service's 200 events, staged parts behind one commit marker (all or nothing)",
             "persistent": "within one process, for named emulators (memservice://NAME)",
             "steps": "save_steps is atomic per chat (one batch call per chat)",
         },

@@ -111,7 +111,7 @@ def normalize_url(url: str) -> URL:
     """
     scheme = url.partition("://")[0].lower()
     if scheme not in SCHEMES:
-        msg = f"threadkeep-sql serves {sorted(SCHEMES)}, not {scheme!r}://"
+        msg = f"threadkeep-sql serves {sorted(SCHEMES)}, not {scheme + '://'!r}"
         raise InvalidArgument(msg)
     try:
         parsed = make_url(url)

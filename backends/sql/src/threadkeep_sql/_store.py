@@ -21,9 +21,9 @@ storage, are in ``docs/scaling.md``.
 from __future__ import annotations
 
 import asyncio
-from functools import partial
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
@@ -40,11 +40,14 @@ from ._errors import _chain
 from ._group import GroupCommitter
 from ._load import LoadMixin
 from ._messages import _last_messages_statement
-from ._migrate import upgrade_to_head
+from ._migrate import require_head, upgrade_to_head
 from ._options import ScaleOptions
 from ._partition import partition_count
+from ._schema_admin import SqlMigrations
 
 __all__ = ["SqlStore"]
+
+T = TypeVar("T")
 
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -115,9 +118,9 @@ async def _require_schema(conn: AsyncConnection, schema: str) -> None:
         raise InvalidArgument(msg + " or leave out the 'schema' option")
 
 
-async def _require_partitions(conn: AsyncConnection, wanted: int) -> None:
+def _require_partitions(connection: sa.Connection, wanted: int) -> None:
     """Fail clearly when ``partitions=N`` meets a store laid out otherwise."""
-    found = await conn.run_sync(partition_count)
+    found = partition_count(connection)
     if found != wanted:
         layout = "unpartitioned" if found == 0 else f"partitioned {found} ways"
         msg = (
@@ -216,9 +219,7 @@ class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
         return Database.create(url, schema=self._schema, pool_size=self._pool_size, pooled=pooled)
 
     async def _open(self) -> None:
-        if self._sa_url.get_backend_name() == "sqlite":
-            await asyncio.to_thread(_require_folder, self._sa_url.database)
-        self._db = self._database(self._sa_url)
+        self._db = await self._primary_database()
         if self._scale.read_url is not None:
             standby = self._database(self._scale.read_url)
             strong = self._scale.read_consistency == "strong"
@@ -227,21 +228,59 @@ class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
         if self._db.dialect == "postgresql":
             self._group = GroupCommitter(self._append_alone, self._db.raw_connection)
         try:
-            async with self._db.transaction() as conn:
+            await self._in_schema(self._db, self._prepare_schema, write=True)
+        except BaseException:
+            await self._db.dispose()
+            raise
+
+    def _prepare_schema(self, connection: sa.Connection) -> None:
+        if self.auto_migrate:
+            upgrade_to_head(connection, partitions=self._scale.partitions)
+        else:
+            require_head(connection, self.shown_url)
+        if self._scale.partitions is not None:
+            _require_partitions(connection, self._scale.partitions)
+
+    @property
+    def shown_url(self) -> str:
+        """The store's URL for messages: as given, with any password masked."""
+        return sa.make_url(self.url).render_as_string(hide_password=True)
+
+    def schema_migrations(self) -> SqlMigrations:
+        """Return the Alembic revisions of this store's database (``threadkeep migrate``).
+
+        Works on an unopened store; each call connects and lets go again.
+        """
+        return SqlMigrations(self)
+
+    async def _primary_database(self) -> Database:
+        """Build the primary's engine (the folder of a SQLite file must exist); no connection."""
+        if self._sa_url.get_backend_name() == "sqlite":
+            await asyncio.to_thread(_require_folder, self._sa_url.database)
+        return self._database(self._sa_url)
+
+    async def _in_schema(
+        self, db: Database, work: Callable[[sa.Connection], T], *, write: bool
+    ) -> T:
+        """Run ``work`` on a synchronous connection in the store's schema (``run_sync``).
+
+        ``write=True``: inside one write transaction (``BEGIN IMMEDIATE`` on SQLite).
+
+        Raises:
+            InvalidArgument: If the ``schema`` option names a schema that does not exist.
+            BackendUnavailable: If the database cannot be reached (a refused login names
+                the user, database and server).
+        """
+        try:
+            async with db.transaction() if write else db.read() as conn:
                 if self._schema is not None:
                     await _require_schema(conn, self._schema)
-                await conn.run_sync(partial(upgrade_to_head, partitions=self._scale.partitions))
-                if self._scale.partitions is not None:
-                    await _require_partitions(conn, self._scale.partitions)
+                return await conn.run_sync(work)
         except BackendUnavailable as exc:
-            await self._db.dispose()
             problem = _login_problem(exc, self._sa_url)
             if problem is None:
                 raise
             raise BackendUnavailable(problem) from exc
-        except BaseException:
-            await self._db.dispose()
-            raise
 
     async def _close(self) -> None:
         if self._group is not None:

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "threadkeep.cli._archive",
     "threadkeep.cli._serve",
     "threadkeep.cli._copy",
+    "threadkeep.cli._migrate",
 )
 """Modules whose ``register(app)`` adds their commands, in help order."""
 

@@ -242,7 +242,7 @@ def create_app() -> typer.Typer:
         cls=OneLineErrors,
         name=_PROG,
         help="Durable chat history for AI agents: store, import and page conversations.",
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion (docs/cli.md)
         no_args_is_help=False,
         rich_markup_mode="markdown",  # help paragraphs rewrap (docstrings break lines at 100)
     )

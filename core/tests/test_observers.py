@@ -1,0 +1,144 @@
+"""Observers registered at run time (``register_observer``): called after commit, then gone."""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+import threadkeep
+from threadkeep import InvalidArgument, Message, hookimpl, register_observer, unregister_observer
+
+
+class Recorder:
+    """Keeps what ``threadkeep_messages_committed`` was called with."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[UUID, list[str | None]]] = []
+
+    @hookimpl
+    def threadkeep_messages_committed(
+        self, store: Any, chat_id: UUID, messages: Sequence[Message]
+    ) -> None:
+        self.calls.append((chat_id, [m.content for m in messages]))  # type: ignore[misc]
+
+
+async def test_a_registered_observer_sees_new_messages_until_unregistered() -> None:
+    recorder = Recorder()
+    register_observer(recorder)
+    try:
+        async with threadkeep.open_store("memory://") as store:
+            chat = await store.create_chat("u", "t")
+            await store.append_messages(
+                chat.chat_id,
+                [
+                    Message(role="user", agui_id="a", content="one"),
+                    Message(role="user", content="two"),
+                ],
+            )
+            await store.append_message(
+                chat.chat_id, Message(role="user", agui_id="a", content="one")
+            )
+            assert recorder.calls == [(chat.chat_id, ["one", "two"])]  # a retry is not new
+            assert unregister_observer(recorder) is True
+            await store.append_message(chat.chat_id, Message(role="user", content="three"))
+        assert len(recorder.calls) == 1
+    finally:
+        unregister_observer(recorder)
+    assert unregister_observer(recorder) is False
+
+
+async def test_a_failing_observer_never_fails_the_write(caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        @hookimpl
+        def threadkeep_messages_committed(self, messages: Sequence[Message]) -> None:
+            raise RuntimeError("index down")
+
+    broken = Broken()
+    register_observer(broken)
+    try:
+        async with threadkeep.open_store("memory://") as store:
+            chat = await store.create_chat("u", "t")
+            stored = await store.append_message(chat.chat_id, Message(role="user", content="x"))
+            assert (await store.get_message(stored.message_id)).content == "x"
+    finally:
+        unregister_observer(broken)
+    assert "observer failed" in caplog.text
+
+
+class Undecorated:
+    def threadkeep_messages_committed(self, messages: Sequence[Message]) -> None:
+        """Not marked with @hookimpl."""
+
+
+class AsyncHook:
+    @hookimpl
+    async def threadkeep_messages_committed(self, messages: Sequence[Message]) -> None:
+        """Would return a coroutine nobody awaits."""
+
+
+class DriverHook:
+    @hookimpl
+    def threadkeep_drivers(self) -> list[type]:
+        return []
+
+
+class WrongArguments:
+    @hookimpl
+    def threadkeep_messages_committed(self, message: Message) -> None:
+        """``message`` is not an argument of the hook."""
+
+
+@pytest.mark.parametrize(
+    ("observer", "says"),
+    [
+        (Undecorated(), "no method decorated with @threadkeep.hookimpl"),
+        (AsyncHook(), "async def"),
+        (DriverHook(), "not an observer hook"),
+        (WrongArguments(), "does not fit its hook"),
+    ],
+    ids=["undecorated", "async", "driver-hook", "wrong-arguments"],
+)
+def test_a_bad_observer_is_refused(observer: object, says: str) -> None:
+    with pytest.raises(InvalidArgument, match=says):
+        register_observer(observer)
+    assert unregister_observer(observer) is False  # nothing was registered
+
+
+def test_registering_twice_is_refused() -> None:
+    recorder = Recorder()
+    register_observer(recorder)
+    try:
+        with pytest.raises(InvalidArgument, match="registered already"):
+            register_observer(recorder)
+    finally:
+        assert unregister_observer(recorder) is True
+
+
+def test_the_documented_search_index_example_runs() -> None:
+    """docs/observers.md's example (an index of messages for search) runs as written."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "observers.md"
+    (code,) = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
+    namespace: dict[str, Any] = {"__name__": "docs_observers"}
+    failures: list[BaseException] = []
+
+    def run() -> None:  # the example calls asyncio.run: give it a thread without a loop
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                exec(compile(code, str(page), "exec"), namespace)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if failures:
+        raise failures[0]
+    assert "SearchIndex" in namespace
