@@ -158,6 +158,8 @@ class FoldState:
     foster_hosts: dict[str, str] = field(default_factory=dict)
     reasoning_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
     open_reasoning_host: str | None = None
+    #: a ``REASONING_START``/``THINKING_START`` not yet followed by content: ``(id, title)``
+    pending_reasoning: tuple[str | None, str | None] | None = None
     current_reasoning: tuple[str, UUID] | None = None
     text_chunk: str | None = None
     tool_chunk: str | None = None

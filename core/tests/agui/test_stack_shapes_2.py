@@ -1,0 +1,233 @@
+"""More stack shapes, live and imported: LangGraph, Anthropic thinking, ADK, Agno, Mastra, Vercel.
+
+Second round after ``test_stack_shapes.py`` (whose builders and fold helpers this module
+reuses). Each stream is wire JSON in the shape the adapter emits; the expected records are
+an independent reading of it, written out literally.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from threadkeep import RunStatus
+
+_SPEC = importlib.util.spec_from_file_location(
+    "_agui_stack_shapes", Path(__file__).with_name("test_stack_shapes.py")
+)
+assert _SPEC is not None and _SPEC.loader is not None
+shapes = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(shapes)
+
+PATHS, PROMPT, PROMPT_RECORD = shapes.PATHS, shapes.PROMPT, shapes.PROMPT_RECORD
+fold, records, started, finished, text = (
+    shapes.fold,
+    shapes.records,
+    shapes.started,
+    shapes.finished,
+    shapes.text,
+)
+
+
+def step(kind: str, name: str) -> dict[str, Any]:
+    return {"type": f"STEP_{kind}", "stepName": name}
+
+
+def call(call_id: str, name: str, args: str, parent: str | None) -> list[dict[str, Any]]:
+    start: dict[str, Any] = {"type": "TOOL_CALL_START", "toolCallId": call_id}
+    start["toolCallName"] = name
+    if parent is not None:
+        start["parentMessageId"] = parent
+    return [
+        start,
+        {"type": "TOOL_CALL_ARGS", "toolCallId": call_id, "delta": args},
+        {"type": "TOOL_CALL_END", "toolCallId": call_id},
+    ]
+
+
+def result(message_id: str, call_id: str, content: str) -> dict[str, Any]:
+    return {
+        "type": "TOOL_CALL_RESULT",
+        "messageId": message_id,
+        "toolCallId": call_id,
+        "content": content,
+        "role": "tool",
+    }
+
+
+def raw_chat_model_end(message_id: str, inp: int, out: int) -> dict[str, Any]:
+    """LangGraph's RAW event: the whole LangChain ``on_chat_model_end`` callback."""
+    return {
+        "type": "RAW",
+        "event": {
+            "event": "on_chat_model_end",
+            "name": "ChatOpenAI",
+            "run_id": "4f1c",
+            "metadata": {"langgraph_node": "agent", "langgraph_step": 1},
+            "data": {
+                "output": {
+                    "type": "AIMessageChunk",
+                    "id": message_id,
+                    "content": "",
+                    "usage_metadata": {
+                        "input_tokens": inp,
+                        "output_tokens": out,
+                        "total_tokens": inp + out,
+                    },
+                }
+            },
+        },
+    }
+
+
+# -- LangGraph (ag-ui-langgraph): a ReAct graph, agent -> tools -> agent ----------------------
+
+LC_1 = "lc_run--0b7e-1"
+LC_2 = "lc_run--0b7e-2"
+TOOL_MSG = "7d1e9c3a-tool"
+LANGGRAPH = [
+    started(),
+    {"type": "STATE_SNAPSHOT", "snapshot": {"messages": []}},
+    step("STARTED", "agent"),
+    {"type": "RAW", "event": {"event": "on_chain_start", "name": "agent", "data": {}}},
+    # a model turn that only calls a tool: no TEXT_MESSAGE_* for its message
+    *call("call_Xy1", "get_weather", '{"city": "Paris"}', LC_1),
+    raw_chat_model_end(LC_1, 50, 12),
+    step("FINISHED", "agent"),
+    step("STARTED", "tools"),
+    result(TOOL_MSG, "call_Xy1", "sunny, 21C"),
+    step("FINISHED", "tools"),
+    step("STARTED", "agent"),  # the same node again
+    *text(LC_2, "It is sunny in Paris."),
+    raw_chat_model_end(LC_2, 80, 7),
+    step("FINISHED", "agent"),
+    {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            PROMPT,
+            {
+                "id": LC_1,
+                "role": "assistant",
+                "content": "",
+                "toolCalls": [
+                    {
+                        "id": "call_Xy1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    }
+                ],
+            },
+            {"id": TOOL_MSG, "role": "tool", "content": "sunny, 21C", "toolCallId": "call_Xy1"},
+            {"id": LC_2, "role": "assistant", "content": "It is sunny in Paris."},
+        ],
+    },
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_langgraph_react_graph(every_store, tmp_path, path):
+    chat = await fold(path, every_store, tmp_path, LANGGRAPH)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        (
+            "assistant",
+            LC_1,
+            "",
+            "complete",
+            None,
+            [("call_Xy1", "get_weather", '{"city": "Paris"}')],
+        ),
+        ("tool", TOOL_MSG, "sunny, 21C", "complete", "call_Xy1", []),
+        ("assistant", LC_2, "It is sunny in Paris.", "complete", None, []),
+    ]
+    first = await every_store.get_message_by_agui_id(chat.chat_id, LC_1)
+    second = await every_store.get_message_by_agui_id(chat.chat_id, LC_2)
+    tool = await every_store.get_message_by_agui_id(chat.chat_id, TOOL_MSG)
+    assert (first.tokens, second.tokens) == (12, 7)
+    assert (first.step, tool.step, second.step) == ("agent", "tools", "agent")
+    run = await every_store.get_run(chat.chat_id, "r-1")
+    assert run.status is RunStatus.COMPLETE
+    assert run.metadata["agui_other_events"] == {"RAW": 3}
+    steps = await every_store.get_steps(chat.chat_id, "r-1")
+    agui_steps = [(s.input["step_name"], s.status.value) for s in steps if s.type == "agui_step"]
+    assert agui_steps == [
+        ("agent", "completed"),
+        ("tools", "completed"),
+        ("agent", "completed"),
+    ]
+
+
+# -- reasoning: LangGraph's THINKING_*, Anthropic's thinking with signatures, empty pairs ----
+
+
+async def reasonings(store: Any, chat: Any) -> list[tuple[Any, ...]]:
+    page = await store.list_messages(chat.chat_id, limit=200)
+    return [
+        (m.agui_id, m.status.value, [(r.content, r.encrypted_value) for r in m.reasonings])
+        for m in page.items
+        if m.role.value == "reasoning"
+    ]
+
+
+ANTHROPIC = [
+    started(),
+    {"type": "REASONING_START", "messageId": "th-1"},
+    {"type": "REASONING_MESSAGE_START", "messageId": "th-1", "role": "reasoning"},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "th-1", "delta": "The user wants "},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "th-1", "delta": "weather."},
+    {"type": "REASONING_MESSAGE_END", "messageId": "th-1"},
+    {
+        "type": "REASONING_ENCRYPTED_VALUE",
+        "subtype": "message",
+        "entityId": "th-1",
+        "encryptedValue": "EqQBCkYIAxgCIkDsig==",
+    },
+    {"type": "REASONING_END", "messageId": "th-1"},
+    # a redacted_thinking block: an encrypted value and no text at all
+    {"type": "REASONING_START", "messageId": "th-2"},
+    {
+        "type": "REASONING_ENCRYPTED_VALUE",
+        "subtype": "message",
+        "entityId": "th-2",
+        "encryptedValue": "RedactedBlob==",
+    },
+    {"type": "REASONING_END", "messageId": "th-2"},
+    # an empty thinking pair (LangGraph emits one when a model opens and closes a block)
+    {"type": "THINKING_START", "title": "Thinking"},
+    {"type": "THINKING_END"},
+    {"type": "REASONING_START", "messageId": "th-3"},
+    {"type": "REASONING_END", "messageId": "th-3"},
+    *text("msg_01", "Sunny."),
+    # LangGraph's THINKING_* spelling with text
+    {"type": "THINKING_START"},
+    {"type": "THINKING_TEXT_MESSAGE_START"},
+    {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "Done."},
+    {"type": "THINKING_TEXT_MESSAGE_END"},
+    {"type": "THINKING_END"},
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_anthropic_thinking_signatures_and_empty_thinking(every_store, tmp_path, path):
+    chat = await fold(path, every_store, tmp_path, ANTHROPIC)
+    assert await reasonings(every_store, chat) == [
+        ("th-1", "complete", [("The user wants weather.", "EqQBCkYIAxgCIkDsig==")]),
+        ("th-2", "complete", [("", "RedactedBlob==")]),
+        (None, "complete", [("Done.", None)]),
+    ]
+    rows = await records(every_store, chat)
+    assert [(r[0], r[1]) for r in rows] == [
+        ("user", "msg-1"),
+        ("reasoning", "th-1"),
+        ("reasoning", "th-2"),
+        ("assistant", "msg_01"),
+        ("reasoning", None),
+    ]
+    run = await every_store.get_run(chat.chat_id, "r-1")
+    assert run.status is RunStatus.COMPLETE
+    assert "agui_encrypted_values" not in run.metadata
