@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from threadkeep import RunStatus
+from threadkeep import RunStatus, open_store
+from threadkeep.agui import StorageAgent
 
 _SPEC = importlib.util.spec_from_file_location(
     "_agui_stack_shapes", Path(__file__).with_name("test_stack_shapes.py")
@@ -231,3 +232,192 @@ async def test_anthropic_thinking_signatures_and_empty_thinking(every_store, tmp
     run = await every_store.get_run(chat.chat_id, "r-1")
     assert run.status is RunStatus.COMPLETE
     assert "agui_encrypted_values" not in run.metadata
+
+
+# -- Google ADK (ag-ui-adk): uuid text ids, calls with no parent, results with fresh ids ------
+
+ADK = [
+    started(),
+    *text("u-1", "Let me check."),
+    *call("adk-c1", "get_weather", '{"city": "Paris"}', None),
+    result("u-2", "adk-c1", '{"weather": "sunny"}'),
+    # the next model turn calls again, still naming no parent: a new assistant message
+    *call("adk-c2", "get_time", '{"city": "Paris"}', None),
+    result("u-3", "adk-c2", '{"time": "noon"}'),
+    *text("u-4", "Sunny at noon."),
+    # a long-running (client) tool: no result in this run
+    *call("adk-lro", "ask_user", '{"question": "Book it?"}', None),
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_adk_calls_naming_no_parent_after_a_result_open_a_new_turn(
+    every_store, tmp_path, path
+):
+    chat = await fold(path, every_store, tmp_path, ADK)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        (
+            "assistant",
+            "u-1",
+            "Let me check.",
+            "complete",
+            None,
+            [("adk-c1", "get_weather", '{"city": "Paris"}')],
+        ),
+        ("tool", "u-2", '{"weather": "sunny"}', "complete", "adk-c1", []),
+        ("assistant", None, "", "complete", None, [("adk-c2", "get_time", '{"city": "Paris"}')]),
+        ("tool", "u-3", '{"time": "noon"}', "complete", "adk-c2", []),
+        (
+            "assistant",
+            "u-4",
+            "Sunny at noon.",
+            "complete",
+            None,
+            [("adk-lro", "ask_user", '{"question": "Book it?"}')],
+        ),
+    ]
+
+
+async def test_adk_client_tool_answered_next_run_links_to_its_call(every_store, tmp_path):
+    await fold("live", every_store, tmp_path, ADK)
+    sent = [
+        PROMPT,
+        {"id": "tr-1", "role": "tool", "content": "yes", "toolCallId": "adk-lro"},
+    ]
+    stream = [started("r-2"), *text("u-5", "Booked."), finished("r-2")]
+    chat = await fold("live", every_store, tmp_path, stream, run="r-2", messages=sent)
+    assert await records(every_store, chat, "r-2") == [
+        ("tool", "tr-1", "yes", "complete", "adk-lro", []),
+        ("assistant", "u-5", "Booked.", "complete", None, []),
+    ]
+
+
+# -- Agno and Mastra: text ended before each call; Mastra reuses one message id per run ------
+
+AGNO = [
+    started(),
+    *text("ag-1", "Looking up."),
+    *call("ag-c1", "search", '{"q": "paris weather"}', "ag-1"),
+    result("ag-r1", "ag-c1", "sunny"),
+    *text("ag-2", "Sunny."),
+    finished(),
+]
+
+MASTRA = [
+    started(),
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "ms-1", "role": "assistant", "delta": "Hm. "},
+    *call("ms-c1", "weatherTool", '{"location":"Paris"}', "ms-1"),
+    result("ms-r1", "ms-c1", '{"temperature":21}'),
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "ms-1", "role": "assistant", "delta": "21C."},
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_agno_and_mastra_tool_turns(store, tmp_path, path):
+    second_store = await open_store("memory://").open()
+    chat = await fold(path, store, tmp_path, AGNO)
+    assert await records(store, chat) == [
+        PROMPT_RECORD,
+        (
+            "assistant",
+            "ag-1",
+            "Looking up.",
+            "complete",
+            None,
+            [("ag-c1", "search", '{"q": "paris weather"}')],
+        ),
+        ("tool", "ag-r1", "sunny", "complete", "ag-c1", []),
+        ("assistant", "ag-2", "Sunny.", "complete", None, []),
+    ]
+    # Mastra: one message id for the run's whole text, as the client shows it: one message
+    chat = await fold(path, second_store, tmp_path, MASTRA, folder="mastra")
+    assert await records(second_store, chat) == [
+        PROMPT_RECORD,
+        (
+            "assistant",
+            "ms-1",
+            "Hm. 21C.",
+            "complete",
+            None,
+            [("ms-c1", "weatherTool", '{"location":"Paris"}')],
+        ),
+        ("tool", "ms-r1", '{"temperature":21}', "complete", "ms-c1", []),
+    ]
+
+
+# -- LangGraph resumed: a node name repeats in a run, the agent replays its stream ----------
+
+
+class Crash(Exception):
+    """The first attempt's failure."""
+
+
+@pytest.mark.parametrize("policy", ["incremental", "buffered"])
+async def test_langgraph_resume_with_a_repeated_node_stores_each_step_once(store, kit, policy):
+    attempts: list[int] = []
+
+    async def script(inp):
+        attempts.append(1)
+        for data in [
+            started("run-1") | {"threadId": "thread-1"},
+            step("STARTED", "agent"),
+            {"type": "THINKING_START"},
+            {"type": "THINKING_TEXT_MESSAGE_CONTENT", "delta": "first thought"},
+            {"type": "THINKING_END"},
+            *call("call_1", "get_weather", "{}", LC_1),
+            step("FINISHED", "agent"),
+            step("STARTED", "tools"),
+            result(TOOL_MSG, "call_1", "sunny"),
+            step("FINISHED", "tools"),
+            step("STARTED", "agent"),
+            {"type": "TEXT_MESSAGE_START", "messageId": LC_2, "role": "assistant"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": LC_2, "delta": "Sunny"},
+        ]:
+            yield shapes.live_event(data)
+        if len(attempts) == 1:
+            raise Crash("worker died")
+        for data in [
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": LC_2, "delta": " today."},
+            {"type": "TEXT_MESSAGE_END", "messageId": LC_2},
+            step("FINISHED", "agent"),
+            finished("run-1") | {"threadId": "thread-1"},
+        ]:
+            yield shapes.live_event(data)
+
+    def agent(owner):
+        return StorageAgent(kit.Agent(script), store, user_id="u", owner=owner, write_policy=policy)
+
+    inp = kit.run_input()
+    with pytest.raises(Crash):
+        [_ async for _ in agent("w1").run(inp)]
+    resumer = agent("w2")
+    resume = await resumer.claim(inp)
+    [_ async for _ in resumer.run(inp, resume=resume)]
+    history = await kit.history(store, "u", "thread-1")
+    assert [
+        (
+            m.role.value,
+            m.agui_id,
+            m.content or "".join(r.content for r in m.reasonings),
+            m.status.value,
+            [c.agui_id for c in m.tool_calls],
+        )
+        for m in history
+    ] == [
+        ("user", "user-run-1", "hello from run-1", "complete", []),
+        ("reasoning", None, "first thought", "complete", []),
+        ("assistant", LC_1, "", "complete", ["call_1"]),
+        ("tool", TOOL_MSG, "sunny", "complete", []),
+        ("assistant", LC_2, "Sunny today.", "complete", []),
+    ]
+    chat = await store.find_chat("u", "thread-1")
+    steps = await store.get_steps(chat.chat_id, "run-1")
+    assert [(s.input["step_name"], s.status.value) for s in steps if s.type == "agui_step"] == [
+        ("agent", "completed"),
+        ("tools", "completed"),
+        ("agent", "completed"),
+    ]
+    assert (await store.get_run(chat.chat_id, "run-1")).status is RunStatus.COMPLETE

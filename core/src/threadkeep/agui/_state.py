@@ -166,6 +166,9 @@ class FoldState:
     last_key: str | None = None
     active_steps: list[str] = field(default_factory=list)
     agui_steps: dict[str, UUID] = field(default_factory=dict)
+    #: how often each step name started in the run, and the key of its latest start
+    step_starts: dict[str, int] = field(default_factory=dict)
+    step_keys: dict[str, str] = field(default_factory=dict)
     steps: dict[UUID, Step] = field(default_factory=dict)
     dirty_steps: dict[UUID, None] = field(default_factory=dict)
     agui_state: Any = None
