@@ -19,7 +19,8 @@ from threadkeep.agui import StorageAgent
 _SPEC = importlib.util.spec_from_file_location(
     "_agui_stack_shapes", Path(__file__).with_name("test_stack_shapes.py")
 )
-assert _SPEC is not None and _SPEC.loader is not None
+assert _SPEC is not None
+assert _SPEC.loader is not None
 shapes = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(shapes)
 
@@ -346,6 +347,7 @@ async def test_agno_and_mastra_tool_turns(store, tmp_path, path):
         ),
         ("tool", "ms-r1", '{"temperature":21}', "complete", "ms-c1", []),
     ]
+    await second_store.close()
 
 
 # -- LangGraph resumed: a node name repeats in a run, the agent replays its stream ----------

@@ -217,7 +217,10 @@ class NestedHandlers(FoldBase):
         """Fold ``REASONING_*`` and deprecated ``THINKING_*`` events (mapped one to one)."""
         if isinstance(event, ReasoningStartEvent | ThinkingStartEvent):
             # opened at its first content: a start and end with nothing between is noise
-            state.pending_reasoning = (getattr(event, "message_id", None), getattr(event, "title", None))
+            state.pending_reasoning = (
+                getattr(event, "message_id", None),
+                getattr(event, "title", None),
+            )
         elif isinstance(event, ReasoningMessageStartEvent):
             await self.start_reasoning(state, event.message_id)
         elif isinstance(event, ThinkingTextMessageStartEvent):
@@ -336,7 +339,6 @@ class NestedHandlers(FoldBase):
         else:
             unmatched = state.run_metadata.setdefault("agui_encrypted_values", {})
             unmatched[entity] = {"subtype": event.subtype, "value": event.encrypted_value}
-
 
     async def phase_reasoning(self, state: FoldState, agui_id: str) -> tuple[Record, UUID] | None:
         """Return the reasoning of the phase ``REASONING_START`` opened as ``agui_id``, if any.
