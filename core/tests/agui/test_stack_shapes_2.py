@@ -423,3 +423,53 @@ async def test_langgraph_resume_with_a_repeated_node_stores_each_step_once(store
         ("agent", "completed"),
     ]
     assert (await store.get_run(chat.chat_id, "run-1")).status is RunStatus.COMPLETE
+
+
+# -- LangGraph's graph-level RAW on_chain_end: the whole state, earlier runs' usage included -
+
+
+def chain_end(*messages: tuple[str, int, int]) -> dict[str, Any]:
+    """RAW ``on_chain_end`` of the graph: every message of the state with its usage."""
+    state = [
+        {
+            "type": "ai",
+            "id": message_id,
+            "content": "...",
+            "usage_metadata": {"input_tokens": i, "output_tokens": o, "total_tokens": i + o},
+        }
+        for message_id, i, o in messages
+    ]
+    return {
+        "type": "RAW",
+        "event": {
+            "event": "on_chain_end",
+            "name": "LangGraph",
+            "data": {"output": {"messages": state}},
+        },
+    }
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_usage_of_earlier_runs_messages_is_not_given_to_this_runs_answer(
+    every_store, tmp_path, path
+):
+    await fold(path, every_store, tmp_path, LANGGRAPH)
+    sent = [
+        PROMPT,
+        {"id": LC_2, "role": "assistant", "content": "It is sunny in Paris."},
+        {"id": "msg-2", "role": "user", "content": "Thanks"},
+    ]
+    stream = [
+        started("r-2"),
+        *text("lc_run--3", "You are welcome."),
+        chain_end((LC_1, 50, 12), (LC_2, 80, 7), ("lc_run--3", 95, 4)),
+        finished("r-2"),
+    ]
+    chat = await fold(path, every_store, tmp_path, stream, run="r-2", messages=sent, folder="r2")
+    answer = await every_store.get_message_by_agui_id(chat.chat_id, "lc_run--3")
+    usage = {"input_tokens": 95, "output_tokens": 4, "total_tokens": 99}
+    assert (answer.tokens, answer.metadata["usage"]) == (4, usage)
+    run = await every_store.get_run(chat.chat_id, "r-2")
+    assert run.metadata["agui_token_usage"] == usage
+    earlier = await every_store.get_message_by_agui_id(chat.chat_id, LC_1)
+    assert earlier.tokens == 12

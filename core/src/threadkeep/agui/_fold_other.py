@@ -11,7 +11,9 @@ them is a message, and none is lost:
   ``input_tokens``/``output_tokens``, Gemini ``promptTokenCount``/``candidatesTokenCount``,
   camelCase ``inputTokens``/``outputTokens``), is given to the message it belongs to: the
   run's record whose AG-UI id the object holding the usage names, else the run's latest
-  assistant message. The message's ``tokens`` is its output token count (the total when
+  assistant message; a report naming a message of an earlier run (LangGraph's graph-level
+  ``on_chain_end`` holds every message of the thread) is that message's, taken when it
+  streamed, and is skipped. The message's ``tokens`` is its output token count (the total when
   only that is reported) and ``metadata["usage"]`` the whole report. Reports for one message
   are merged field by field keeping the largest value (streams repeat a message's usage, or
   send it cumulatively, or split input and output), so nothing is counted twice. Usage no
@@ -146,6 +148,8 @@ class OtherHandlers(FoldBase):
 
     async def add_usage(self, state: FoldState, usage: dict[str, int], owner: str | None) -> None:
         """Merge one usage report into its message's (see the module docstring)."""
+        if owner and state.record_for(owner) is None and await self.earlier_message(state, owner):
+            return  # an earlier run's message (LangGraph's RAW events carry the whole state)
         record = self.usage_record(state, owner)
         key = record.key if record is not None else ""
         merged = state.usage.setdefault(key, {})
@@ -165,6 +169,13 @@ class OtherHandlers(FoldBase):
             record.message.tokens = merged.get("output_tokens", merged.get("total_tokens"))
             record.message.metadata = {**record.message.metadata, "usage": dict(merged)}
             await self.boundary(state, record)
+
+    async def earlier_message(self, state: FoldState, agui_id: str) -> bool:
+        """Whether ``agui_id`` names a message the chat held before this run."""
+        if agui_id in state.inbound_ids or any(h.agui_id == agui_id for h in state.history):
+            return True
+        found = await state.writer.store.get_message_by_agui_id(state.chat.chat_id, agui_id)
+        return found is not None and found.run_id != state.run_id
 
     def usage_record(self, state: FoldState, owner: str | None) -> Record | None:
         """Return the record a usage report belongs to (by id, else the latest assistant)."""
