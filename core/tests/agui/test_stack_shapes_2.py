@@ -473,3 +473,64 @@ async def test_usage_of_earlier_runs_messages_is_not_given_to_this_runs_answer(
     assert run.metadata["agui_token_usage"] == usage
     earlier = await every_store.get_message_by_agui_id(chat.chat_id, LC_1)
     assert earlier.tokens == 12
+
+
+# -- raw SDK agents: each provider's usage object, as its stream reports it ----------------
+
+SDK_USAGE = {
+    # OpenAI chat completions, the final chunk (stream_options.include_usage)
+    "openai": [
+        {
+            "type": "RAW",
+            "event": {
+                "id": "chatcmpl-9",
+                "object": "chat.completion.chunk",
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": 20,
+                    "completion_tokens": 9,
+                    "total_tokens": 29,
+                    "completion_tokens_details": {"reasoning_tokens": 4},
+                },
+            },
+        }
+    ],
+    # Anthropic: message_start (input, 1 output), then message_delta (cumulative output)
+    "anthropic": [
+        {
+            "type": "RAW",
+            "event": {
+                "type": "message_start",
+                "message": {"id": "msg_01", "usage": {"input_tokens": 20, "output_tokens": 1}},
+            },
+        },
+        {"type": "RAW", "event": {"type": "message_delta", "usage": {"output_tokens": 9}}},
+    ],
+    # Gemini: usageMetadata on the last chunk, thoughts counted apart
+    "gemini": [
+        {
+            "type": "RAW",
+            "event": {
+                "usageMetadata": {
+                    "promptTokenCount": 20,
+                    "candidatesTokenCount": 9,
+                    "totalTokenCount": 33,
+                    "thoughtsTokenCount": 4,
+                }
+            },
+        }
+    ],
+}
+SDK_EXPECTED = {
+    "openai": {"input_tokens": 20, "output_tokens": 9, "total_tokens": 29, "reasoning_tokens": 4},
+    "anthropic": {"input_tokens": 20, "output_tokens": 9, "total_tokens": 29},
+    "gemini": {"input_tokens": 20, "output_tokens": 9, "total_tokens": 33, "reasoning_tokens": 4},
+}
+
+
+@pytest.mark.parametrize("sdk", sorted(SDK_USAGE))
+async def test_raw_sdk_usage_reports(store, tmp_path, sdk):
+    stream = [started(), *text("a1", "Hi."), *SDK_USAGE[sdk], finished()]
+    chat = await fold("import", store, tmp_path, stream)
+    answer = await store.get_message_by_agui_id(chat.chat_id, "a1")
+    assert (answer.tokens, answer.metadata["usage"]) == (9, SDK_EXPECTED[sdk])

@@ -16,7 +16,10 @@ them is a message, and none is lost:
   streamed, and is skipped. The message's ``tokens`` is its output token count (the total when
   only that is reported) and ``metadata["usage"]`` the whole report. Reports for one message
   are merged field by field keeping the largest value (streams repeat a message's usage, or
-  send it cumulatively, or split input and output), so nothing is counted twice. Usage no
+  send it cumulatively, or split input and output), so nothing is counted twice; the total
+  is at least the merged input plus output (Anthropic reports input in ``message_start``
+  and the output in ``message_delta``). OpenAI's ``reasoning_tokens`` is read from
+  ``completion_tokens_details``/``output_tokens_details``. Usage no
   message takes is the run's own. The run's ``metadata["agui_token_usage"]`` sums them all;
 - with ``keep_events`` (``StorageAgent(keep_events=True)``, ``threadkeep import
   --keep-events``) each event is also kept whole, in order, in ``metadata["agui_events"]``.
@@ -68,16 +71,23 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 _MAX_DEPTH = 12
 
 
+def _count(data: Mapping[str, Any], name: str) -> int | None:
+    for spelling in _FIELDS[name]:
+        value = data.get(spelling)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
 def _usage_of(data: Mapping[str, Any]) -> dict[str, int] | None:
-    usage: dict[str, int] = {}
-    for name, spellings in _FIELDS.items():
-        for spelling in spellings:
-            value = data.get(spelling)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                usage[name] = value
-                break
+    usage = {name: n for name in _FIELDS if (n := _count(data, name)) is not None}
     if not usage.keys() & {"input_tokens", "output_tokens", "total_tokens"}:
         return None
+    for details in ("completion_tokens_details", "output_tokens_details"):  # OpenAI
+        nested = data.get(details)
+        reasoning = _count(nested, "reasoning_tokens") if isinstance(nested, Mapping) else None
+        if reasoning is not None:
+            usage.setdefault("reasoning_tokens", reasoning)
     if "total_tokens" not in usage and usage.keys() >= {"input_tokens", "output_tokens"}:
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
     return usage
@@ -157,6 +167,11 @@ class OtherHandlers(FoldBase):
         for name, count in usage.items():
             if count > merged.get(name, -1):
                 merged[name] = count
+                changed = True
+        if merged.keys() >= {"input_tokens", "output_tokens"}:  # split reports (Anthropic)
+            derived = merged["input_tokens"] + merged["output_tokens"]
+            if derived > merged.get("total_tokens", -1):
+                merged["total_tokens"] = derived
                 changed = True
         if not changed:
             return
