@@ -534,3 +534,141 @@ async def test_raw_sdk_usage_reports(store, tmp_path, sdk):
     chat = await fold("import", store, tmp_path, stream)
     answer = await store.get_message_by_agui_id(chat.chat_id, "a1")
     assert (answer.tokens, answer.metadata["usage"]) == (9, SDK_EXPECTED[sdk])
+
+
+# -- Vercel AI SDK's bridge: chunks, results under `result` with no messageId, camelCase usage -
+
+VERCEL = [
+    started(),
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "v-1", "role": "assistant", "delta": "On it."},
+    {
+        "type": "TOOL_CALL_CHUNK",
+        "toolCallId": "toolu_1",
+        "toolCallName": "weather",
+        "parentMessageId": "v-1",
+        "delta": '{"city":"Paris"}',
+    },
+    {"type": "TOOL_CALL_RESULT", "toolCallId": "toolu_1", "result": {"temp": 21}},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "v-2", "role": "assistant", "delta": "21C."},
+    {
+        "type": "CUSTOM",
+        "name": "finish",
+        "value": {"usage": {"promptTokens": 30, "completionTokens": 5}},
+    },
+    {"type": "RUN_ERROR", "message": "rate limited", "code": "429"},
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_vercel_ai_sdk_bridge(every_store, tmp_path, path):
+    chat = await fold(path, every_store, tmp_path, VERCEL)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        (
+            "assistant",
+            "v-1",
+            "On it.",
+            "complete",
+            None,
+            [("toolu_1", "weather", '{"city":"Paris"}')],
+        ),
+        ("tool", "result:toolu_1", '{"temp": 21}', "complete", "toolu_1", []),
+        # a chunked message ends at the next event of another kind (the client's rule)
+        ("assistant", "v-2", "21C.", "complete", None, []),
+    ]
+    answer = await every_store.get_message_by_agui_id(chat.chat_id, "v-2")
+    assert answer.tokens == 5
+    run = await every_store.get_run(chat.chat_id, "r-1")
+    assert (run.status, run.error, run.metadata["agui_error_code"]) == (
+        RunStatus.ERRORED,
+        "rate limited",
+        "429",
+    )
+
+
+# -- LangGraph supervisor with a subgraph: nested steps, a snapshot per node, an error ------
+
+TRANSFER = {
+    "id": "call_tr",
+    "type": "function",
+    "function": {"name": "transfer_to_research", "arguments": "{}"},
+}
+SUPERVISOR = [
+    started(),
+    step("STARTED", "supervisor"),
+    *text("lc-s", "Routing."),
+    *call("call_tr", "transfer_to_research", "{}", "lc-s"),
+    result("t-1", "call_tr", "Transferred"),
+    step("FINISHED", "supervisor"),
+    {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            PROMPT,
+            {"id": "lc-s", "role": "assistant", "content": "Routing.", "toolCalls": [TRANSFER]},
+            {"id": "t-1", "role": "tool", "content": "Transferred", "toolCallId": "call_tr"},
+        ],
+    },
+    step("STARTED", "research"),
+    step("STARTED", "agent"),  # the subgraph's node, inside the outer node
+    *text("lc-r", "Found it."),
+    step("FINISHED", "agent"),
+    step("FINISHED", "research"),
+    {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            PROMPT,
+            {"id": "lc-s", "role": "assistant", "content": "Routing.", "toolCalls": [TRANSFER]},
+            {"id": "t-1", "role": "tool", "content": "Transferred", "toolCallId": "call_tr"},
+            {"id": "lc-r", "role": "assistant", "content": "Found it."},
+        ],
+    },
+    step("STARTED", "supervisor"),
+    {"type": "TEXT_MESSAGE_START", "messageId": "lc-f", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CONTENT", "messageId": "lc-f", "delta": "Final"},
+    {
+        "type": "RUN_ERROR",
+        "message": "Recursion limit of 25 reached",
+        "code": "GRAPH_RECURSION_LIMIT",
+    },
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_langgraph_supervisor_subgraph_snapshots_and_error(every_store, tmp_path, path):
+    chat = await fold(path, every_store, tmp_path, SUPERVISOR)
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        (
+            "assistant",
+            "lc-s",
+            "Routing.",
+            "complete",
+            None,
+            [("call_tr", "transfer_to_research", "{}")],
+        ),
+        ("tool", "t-1", "Transferred", "complete", "call_tr", []),
+        ("assistant", "lc-r", "Found it.", "complete", None, []),
+        ("assistant", "lc-f", "Final", "errored", None, []),
+    ]
+    page = await every_store.list_messages(chat.chat_id, limit=200)
+    steps = {m.agui_id: m.step for m in page.items}
+    assert steps == {
+        "msg-1": None,
+        "lc-s": "supervisor",
+        "t-1": "supervisor",
+        "lc-r": "agent",
+        "lc-f": "supervisor",
+    }
+    run = await every_store.get_run(chat.chat_id, "r-1")
+    assert (run.status, run.error, run.metadata["agui_error_code"]) == (
+        RunStatus.ERRORED,
+        "Recursion limit of 25 reached",
+        "GRAPH_RECURSION_LIMIT",
+    )
+    recorded = await every_store.get_steps(chat.chat_id, "r-1")
+    assert [(s.input["step_name"], s.status.value) for s in recorded if s.type == "agui_step"] == [
+        ("supervisor", "completed"),
+        ("research", "completed"),
+        ("agent", "completed"),
+        ("supervisor", "failed"),
+    ]
