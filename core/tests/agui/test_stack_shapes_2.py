@@ -672,3 +672,52 @@ async def test_langgraph_supervisor_subgraph_snapshots_and_error(every_store, tm
         ("agent", "completed"),
         ("supervisor", "failed"),
     ]
+
+
+# -- CrewAI flows (ag-ui-crewai): a snapshot of the flow's LiteLLM-shaped messages per method -
+
+
+def crew_snapshot(*final: dict[str, Any]) -> dict[str, Any]:
+    """``MESSAGES_SNAPSHOT`` of ``flow.state.messages``: no ids, snake_case tool fields."""
+    call_c1 = {
+        "id": "call_c1",
+        "type": "function",
+        "function": {"name": "search", "arguments": '{"q":"paris"}'},
+    }
+    return {
+        "type": "MESSAGES_SNAPSHOT",
+        "messages": [
+            {"role": "user", "content": PROMPT["content"]},
+            {"role": "assistant", "content": "", "tool_calls": [call_c1]},
+            {"role": "tool", "content": "sunny", "tool_call_id": "call_c1"},
+            *final,
+        ],
+    }
+
+
+CREWAI = [
+    started(),
+    step("STARTED", "chat"),
+    *call("call_c1", "search", '{"q":"paris"}', "chatcmpl-1"),
+    crew_snapshot(),  # the flow ran the tool itself: its result is only in the snapshot
+    *text("chatcmpl-2", "Sunny in Paris."),
+    step("FINISHED", "chat"),
+    crew_snapshot({"role": "assistant", "content": "Sunny in Paris."}),
+    {"type": "STATE_SNAPSHOT", "snapshot": {"messages": [], "city": "Paris"}},
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_crewai_flow_snapshots_without_ids(every_store, tmp_path, path):
+    chat = await fold(path, every_store, tmp_path, CREWAI)
+    rows = await records(every_store, chat)
+    assert rows[2][1].startswith("snapshot:2:")
+    assert rows == [
+        PROMPT_RECORD,
+        ("assistant", "chatcmpl-1", "", "complete", None, [("call_c1", "search", '{"q":"paris"}')]),
+        ("tool", rows[2][1], "sunny", "complete", "call_c1", []),
+        ("assistant", "chatcmpl-2", "Sunny in Paris.", "complete", None, []),
+    ]
+    run = await every_store.get_run(chat.chat_id, "r-1")
+    assert run.metadata["agui_state"] == {"messages": [], "city": "Paris"}
