@@ -253,11 +253,9 @@ ADK = [
 
 
 @pytest.mark.parametrize("path", PATHS)
-async def test_adk_calls_naming_no_parent_after_a_result_open_a_new_turn(
-    every_store, tmp_path, path
-):
-    chat = await fold(path, every_store, tmp_path, ADK)
-    assert await records(every_store, chat) == [
+async def test_adk_calls_naming_no_parent_after_a_result_open_a_new_turn(store, tmp_path, path):
+    chat = await fold(path, store, tmp_path, ADK)
+    assert await records(store, chat) == [
         PROMPT_RECORD,
         (
             "assistant",
@@ -281,15 +279,15 @@ async def test_adk_calls_naming_no_parent_after_a_result_open_a_new_turn(
     ]
 
 
-async def test_adk_client_tool_answered_next_run_links_to_its_call(every_store, tmp_path):
-    await fold("live", every_store, tmp_path, ADK)
+async def test_adk_client_tool_answered_next_run_links_to_its_call(store, tmp_path):
+    await fold("live", store, tmp_path, ADK)
     sent = [
         PROMPT,
         {"id": "tr-1", "role": "tool", "content": "yes", "toolCallId": "adk-lro"},
     ]
     stream = [started("r-2"), *text("u-5", "Booked."), finished("r-2")]
-    chat = await fold("live", every_store, tmp_path, stream, run="r-2", messages=sent)
-    assert await records(every_store, chat, "r-2") == [
+    chat = await fold("live", store, tmp_path, stream, run="r-2", messages=sent)
+    assert await records(store, chat, "r-2") == [
         ("tool", "tr-1", "yes", "complete", "adk-lro", []),
         ("assistant", "u-5", "Booked.", "complete", None, []),
     ]
@@ -560,9 +558,9 @@ VERCEL = [
 
 
 @pytest.mark.parametrize("path", PATHS)
-async def test_vercel_ai_sdk_bridge(every_store, tmp_path, path):
-    chat = await fold(path, every_store, tmp_path, VERCEL)
-    assert await records(every_store, chat) == [
+async def test_vercel_ai_sdk_bridge(store, tmp_path, path):
+    chat = await fold(path, store, tmp_path, VERCEL)
+    assert await records(store, chat) == [
         PROMPT_RECORD,
         (
             "assistant",
@@ -576,9 +574,9 @@ async def test_vercel_ai_sdk_bridge(every_store, tmp_path, path):
         # a chunked message ends at the next event of another kind (the client's rule)
         ("assistant", "v-2", "21C.", "complete", None, []),
     ]
-    answer = await every_store.get_message_by_agui_id(chat.chat_id, "v-2")
+    answer = await store.get_message_by_agui_id(chat.chat_id, "v-2")
     assert answer.tokens == 5
-    run = await every_store.get_run(chat.chat_id, "r-1")
+    run = await store.get_run(chat.chat_id, "r-1")
     assert (run.status, run.error, run.metadata["agui_error_code"]) == (
         RunStatus.ERRORED,
         "rate limited",
@@ -634,9 +632,9 @@ SUPERVISOR = [
 
 
 @pytest.mark.parametrize("path", PATHS)
-async def test_langgraph_supervisor_subgraph_snapshots_and_error(every_store, tmp_path, path):
-    chat = await fold(path, every_store, tmp_path, SUPERVISOR)
-    assert await records(every_store, chat) == [
+async def test_langgraph_supervisor_subgraph_snapshots_and_error(store, tmp_path, path):
+    chat = await fold(path, store, tmp_path, SUPERVISOR)
+    assert await records(store, chat) == [
         PROMPT_RECORD,
         (
             "assistant",
@@ -650,7 +648,7 @@ async def test_langgraph_supervisor_subgraph_snapshots_and_error(every_store, tm
         ("assistant", "lc-r", "Found it.", "complete", None, []),
         ("assistant", "lc-f", "Final", "errored", None, []),
     ]
-    page = await every_store.list_messages(chat.chat_id, limit=200)
+    page = await store.list_messages(chat.chat_id, limit=200)
     steps = {m.agui_id: m.step for m in page.items}
     assert steps == {
         "msg-1": None,
@@ -659,13 +657,13 @@ async def test_langgraph_supervisor_subgraph_snapshots_and_error(every_store, tm
         "lc-r": "agent",
         "lc-f": "supervisor",
     }
-    run = await every_store.get_run(chat.chat_id, "r-1")
+    run = await store.get_run(chat.chat_id, "r-1")
     assert (run.status, run.error, run.metadata["agui_error_code"]) == (
         RunStatus.ERRORED,
         "Recursion limit of 25 reached",
         "GRAPH_RECURSION_LIMIT",
     )
-    recorded = await every_store.get_steps(chat.chat_id, "r-1")
+    recorded = await store.get_steps(chat.chat_id, "r-1")
     assert [(s.input["step_name"], s.status.value) for s in recorded if s.type == "agui_step"] == [
         ("supervisor", "completed"),
         ("research", "completed"),
@@ -709,9 +707,9 @@ CREWAI = [
 
 
 @pytest.mark.parametrize("path", PATHS)
-async def test_crewai_flow_snapshots_without_ids(every_store, tmp_path, path):
-    chat = await fold(path, every_store, tmp_path, CREWAI)
-    rows = await records(every_store, chat)
+async def test_crewai_flow_snapshots_without_ids(store, tmp_path, path):
+    chat = await fold(path, store, tmp_path, CREWAI)
+    rows = await records(store, chat)
     assert rows[2][1].startswith("snapshot:2:")
     assert rows == [
         PROMPT_RECORD,
@@ -719,5 +717,5 @@ async def test_crewai_flow_snapshots_without_ids(every_store, tmp_path, path):
         ("tool", rows[2][1], "sunny", "complete", "call_c1", []),
         ("assistant", "chatcmpl-2", "Sunny in Paris.", "complete", None, []),
     ]
-    run = await every_store.get_run(chat.chat_id, "r-1")
+    run = await store.get_run(chat.chat_id, "r-1")
     assert run.metadata["agui_state"] == {"messages": [], "city": "Paris"}
