@@ -60,6 +60,13 @@ def result(message_id: str, call_id: str, content: str) -> dict[str, Any]:
     }
 
 
+async def run_error(store: Any, chat: Any) -> tuple[str | None, str]:
+    """The errored run ``r-1``'s error text and code (asserting it ended errored)."""
+    run = await store.get_run(chat.chat_id, "r-1")
+    assert run.status is RunStatus.ERRORED
+    return run.error, run.metadata["agui_error_code"]
+
+
 def raw_chat_model_end(message_id: str, inp: int, out: int) -> dict[str, Any]:
     """LangGraph's RAW event: the whole LangChain ``on_chat_model_end`` callback."""
     return {
@@ -576,12 +583,7 @@ async def test_vercel_ai_sdk_bridge(store, tmp_path, path):
     ]
     answer = await store.get_message_by_agui_id(chat.chat_id, "v-2")
     assert answer.tokens == 5
-    run = await store.get_run(chat.chat_id, "r-1")
-    assert (run.status, run.error, run.metadata["agui_error_code"]) == (
-        RunStatus.ERRORED,
-        "rate limited",
-        "429",
-    )
+    assert await run_error(store, chat) == ("rate limited", "429")
 
 
 # -- LangGraph supervisor with a subgraph: nested steps, a snapshot per node, an error ------
@@ -657,9 +659,7 @@ async def test_langgraph_supervisor_subgraph_snapshots_and_error(store, tmp_path
         "lc-r": "agent",
         "lc-f": "supervisor",
     }
-    run = await store.get_run(chat.chat_id, "r-1")
-    assert (run.status, run.error, run.metadata["agui_error_code"]) == (
-        RunStatus.ERRORED,
+    assert await run_error(store, chat) == (
         "Recursion limit of 25 reached",
         "GRAPH_RECURSION_LIMIT",
     )
