@@ -183,6 +183,7 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
         """Track the active AG-UI step and record it as a ``Step`` of type ``agui_step``."""
         if isinstance(event, StepStartedEvent):
             state.active_steps.append(event.step_name)
+            self.count_step_start(state, event.step_name)
             earlier = state.previous_steps.get(self.agui_step_key(state, event.step_name))
             if earlier is not None and earlier.status is StepStatus.COMPLETED:
                 state.agui_steps[event.step_name] = earlier.step_id  # re-sent: not stored again

@@ -199,8 +199,22 @@ class FoldBase:
 
     @staticmethod
     def agui_step_key(state: FoldState, step_name: str | None) -> str:
-        """Return the key of the ``agui_step`` step recorded for an AG-UI step name."""
-        return f"{state.stack_id}:agui_step:{step_name}"
+        """Return the key of the ``agui_step`` step recorded for an AG-UI step name.
+
+        ``"<stack_id>:agui_step:<name>"`` for the name's first start in the run, with
+        ``"#<n>"`` appended for its n-th (LangGraph names a step after its graph node, and a
+        node such as ``agent`` runs several times in one run): each start is its own step,
+        and a resumed run replaying the stream finds each again.
+        """
+        base = f"{state.stack_id}:agui_step:{step_name}"
+        return state.step_keys.get(step_name or "", base)
+
+    @staticmethod
+    def count_step_start(state: FoldState, step_name: str) -> None:
+        """Count a ``STEP_STARTED`` of ``step_name`` and set the key of this start."""
+        starts = state.step_starts[step_name] = state.step_starts.get(step_name, 0) + 1
+        base = f"{state.stack_id}:agui_step:{step_name}"
+        state.step_keys[step_name] = base if starts == 1 else f"{base}#{starts}"
 
     async def boundary(self, state: FoldState, record: Record) -> None:
         """Tell the writer a record reached a boundary (written now under ``incremental``)."""

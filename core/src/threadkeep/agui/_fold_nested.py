@@ -216,8 +216,11 @@ class NestedHandlers(FoldBase):
     async def handle_reasoning(self, state: FoldState, event: BaseEvent) -> None:
         """Fold ``REASONING_*`` and deprecated ``THINKING_*`` events (mapped one to one)."""
         if isinstance(event, ReasoningStartEvent | ThinkingStartEvent):
-            agui_id = getattr(event, "message_id", None)
-            await self.reasoning_host(state, agui_id, getattr(event, "title", None))
+            # opened at its first content: a start and end with nothing between is noise
+            state.pending_reasoning = (
+                getattr(event, "message_id", None),
+                getattr(event, "title", None),
+            )
         elif isinstance(event, ReasoningMessageStartEvent):
             await self.start_reasoning(state, event.message_id)
         elif isinstance(event, ThinkingTextMessageStartEvent):
@@ -237,6 +240,9 @@ class NestedHandlers(FoldBase):
         self, state: FoldState, agui_id: str | None, title: str | None = None
     ) -> Record:
         """Return the open reasoning message (opening one for ``agui_id`` when needed)."""
+        if state.pending_reasoning is not None:  # the phase's start names the message
+            (agui_id, pending_title), state.pending_reasoning = state.pending_reasoning, None
+            title = pending_title or title
         current = state.records.get(state.open_reasoning_host or "")
         if current is not None and current.open and (not agui_id or current.key == agui_id):
             return current
@@ -253,7 +259,7 @@ class NestedHandlers(FoldBase):
             state.current_reasoning = (key, reasoning_id)
             return state.records[key], reasoning_id
         current = state.records.get(state.open_reasoning_host or "")
-        if current is not None and current.open:
+        if current is not None and current.open and state.pending_reasoning is None:
             host = current  # a reasoning phase may hold several reasoning messages
         else:
             host = await self.reasoning_host(state, agui_id)
@@ -291,7 +297,7 @@ class NestedHandlers(FoldBase):
     async def end_reasoning_host(self, state: FoldState) -> None:
         """Complete the open reasoning message and its reasonings."""
         host = state.records.get(state.open_reasoning_host or "")
-        state.open_reasoning_host = state.current_reasoning = None
+        state.open_reasoning_host = state.current_reasoning = state.pending_reasoning = None
         if host is not None:
             await self.finish(state, host, MessageStatus.COMPLETE)
 
@@ -320,6 +326,10 @@ class NestedHandlers(FoldBase):
             key, reasoning_id = state.reasoning_hosts[entity]
             state.records[key].reasoning(reasoning_id).encrypted_value = event.encrypted_value
             await self.boundary(state, state.records[key])
+        elif (host_reasoning := await self.phase_reasoning(state, entity)) is not None:
+            host, reasoning_id = host_reasoning  # Anthropic's redacted_thinking: no text
+            host.reasoning(reasoning_id).encrypted_value = event.encrypted_value
+            await self.boundary(state, host)
         elif (record := state.record_for(entity)) is not None:
             record.message.metadata = {
                 **record.message.metadata,
@@ -329,6 +339,21 @@ class NestedHandlers(FoldBase):
         else:
             unmatched = state.run_metadata.setdefault("agui_encrypted_values", {})
             unmatched[entity] = {"subtype": event.subtype, "value": event.encrypted_value}
+
+    async def phase_reasoning(self, state: FoldState, agui_id: str) -> tuple[Record, UUID] | None:
+        """Return the reasoning of the phase ``REASONING_START`` opened as ``agui_id``, if any.
+
+        A phase still without content gets its reasoning now; a phase's message holding
+        reasonings gives its latest. ``None`` when ``agui_id`` names no reasoning phase.
+        """
+        if state.pending_reasoning is not None and state.pending_reasoning[0] == agui_id:
+            return await self.start_reasoning(state, None)
+        record = state.record_for(agui_id)
+        if record is None or record.message.role is not Role.REASONING:
+            return None
+        if record.message.reasonings:
+            return record, record.message.reasonings[-1].reasoning_id
+        return None
 
 
 def _plain_assistant(record: Record) -> bool:

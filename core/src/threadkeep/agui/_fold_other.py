@@ -11,10 +11,15 @@ them is a message, and none is lost:
   ``input_tokens``/``output_tokens``, Gemini ``promptTokenCount``/``candidatesTokenCount``,
   camelCase ``inputTokens``/``outputTokens``), is given to the message it belongs to: the
   run's record whose AG-UI id the object holding the usage names, else the run's latest
-  assistant message. The message's ``tokens`` is its output token count (the total when
+  assistant message; a report naming a message of an earlier run (LangGraph's graph-level
+  ``on_chain_end`` holds every message of the thread) is that message's, taken when it
+  streamed, and is skipped. The message's ``tokens`` is its output token count (the total when
   only that is reported) and ``metadata["usage"]`` the whole report. Reports for one message
   are merged field by field keeping the largest value (streams repeat a message's usage, or
-  send it cumulatively, or split input and output), so nothing is counted twice. Usage no
+  send it cumulatively, or split input and output), so nothing is counted twice; the total
+  is at least the merged input plus output (Anthropic reports input in ``message_start``
+  and the output in ``message_delta``). OpenAI's ``reasoning_tokens`` is read from
+  ``completion_tokens_details``/``output_tokens_details``. Usage no
   message takes is the run's own. The run's ``metadata["agui_token_usage"]`` sums them all;
 - with ``keep_events`` (``StorageAgent(keep_events=True)``, ``threadkeep import
   --keep-events``) each event is also kept whole, in order, in ``metadata["agui_events"]``.
@@ -66,16 +71,23 @@ _FIELDS: dict[str, tuple[str, ...]] = {
 _MAX_DEPTH = 12
 
 
+def _count(data: Mapping[str, Any], name: str) -> int | None:
+    for spelling in _FIELDS[name]:
+        value = data.get(spelling)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
+
+
 def _usage_of(data: Mapping[str, Any]) -> dict[str, int] | None:
-    usage: dict[str, int] = {}
-    for name, spellings in _FIELDS.items():
-        for spelling in spellings:
-            value = data.get(spelling)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                usage[name] = value
-                break
+    usage = {name: n for name in _FIELDS if (n := _count(data, name)) is not None}
     if not usage.keys() & {"input_tokens", "output_tokens", "total_tokens"}:
         return None
+    for details in ("completion_tokens_details", "output_tokens_details"):  # OpenAI
+        nested = data.get(details)
+        reasoning = _count(nested, "reasoning_tokens") if isinstance(nested, Mapping) else None
+        if reasoning is not None:
+            usage.setdefault("reasoning_tokens", reasoning)
     if "total_tokens" not in usage and usage.keys() >= {"input_tokens", "output_tokens"}:
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
     return usage
@@ -146,6 +158,8 @@ class OtherHandlers(FoldBase):
 
     async def add_usage(self, state: FoldState, usage: dict[str, int], owner: str | None) -> None:
         """Merge one usage report into its message's (see the module docstring)."""
+        if owner and state.record_for(owner) is None and await self.earlier_message(state, owner):
+            return  # an earlier run's message (LangGraph's RAW events carry the whole state)
         record = self.usage_record(state, owner)
         key = record.key if record is not None else ""
         merged = state.usage.setdefault(key, {})
@@ -153,6 +167,11 @@ class OtherHandlers(FoldBase):
         for name, count in usage.items():
             if count > merged.get(name, -1):
                 merged[name] = count
+                changed = True
+        if merged.keys() >= {"input_tokens", "output_tokens"}:  # split reports (Anthropic)
+            derived = merged["input_tokens"] + merged["output_tokens"]
+            if derived > merged.get("total_tokens", -1):
+                merged["total_tokens"] = derived
                 changed = True
         if not changed:
             return
@@ -165,6 +184,13 @@ class OtherHandlers(FoldBase):
             record.message.tokens = merged.get("output_tokens", merged.get("total_tokens"))
             record.message.metadata = {**record.message.metadata, "usage": dict(merged)}
             await self.boundary(state, record)
+
+    async def earlier_message(self, state: FoldState, agui_id: str) -> bool:
+        """Whether ``agui_id`` names a message the chat held before this run."""
+        if agui_id in state.inbound_ids or any(h.agui_id == agui_id for h in state.history):
+            return True
+        found = await state.writer.store.get_message_by_agui_id(state.chat.chat_id, agui_id)
+        return found is not None and found.run_id != state.run_id
 
     def usage_record(self, state: FoldState, owner: str | None) -> Record | None:
         """Return the record a usage report belongs to (by id, else the latest assistant)."""

@@ -158,12 +158,17 @@ class FoldState:
     foster_hosts: dict[str, str] = field(default_factory=dict)
     reasoning_hosts: dict[str, tuple[str, UUID]] = field(default_factory=dict)
     open_reasoning_host: str | None = None
+    #: a ``REASONING_START``/``THINKING_START`` not yet followed by content: ``(id, title)``
+    pending_reasoning: tuple[str | None, str | None] | None = None
     current_reasoning: tuple[str, UUID] | None = None
     text_chunk: str | None = None
     tool_chunk: str | None = None
     last_key: str | None = None
     active_steps: list[str] = field(default_factory=list)
     agui_steps: dict[str, UUID] = field(default_factory=dict)
+    #: how often each step name started in the run, and the key of its latest start
+    step_starts: dict[str, int] = field(default_factory=dict)
+    step_keys: dict[str, str] = field(default_factory=dict)
     steps: dict[UUID, Step] = field(default_factory=dict)
     dirty_steps: dict[UUID, None] = field(default_factory=dict)
     agui_state: Any = None
