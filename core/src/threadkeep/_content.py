@@ -26,6 +26,7 @@ from ._models import Message
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ENVELOPE_ALLOWANCE_BYTES",
+    "MAX_NESTING_DEPTH",
     "STORE_ASSIGNED_MESSAGE_FIELDS",
     "PreparedMessage",
     "check_content",
@@ -55,6 +56,21 @@ STORE_ASSIGNED_MESSAGE_FIELDS = frozenset(
     {"chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at"}
 )
 """Message fields kept in columns, never in the body."""
+
+MAX_NESTING_DEPTH = 128
+"""Deepest nesting of containers a record may hold, counted from the record itself.
+
+A model, mapping, list, tuple or set is one level. Deeper content is refused with
+``InvalidContent`` before anything else walks it: the checks here, pydantic's serializer
+(which gives up near 500 levels), pydantic-core's JSON parser (about 200 levels) and
+Python's ``json`` module (the interpreter's recursion limit) all recurse, so a bound below
+all of them keeps every stored record readable by every reader.
+"""
+
+_DEPTH_PROBLEM = (
+    f"is nested more than {MAX_NESTING_DEPTH} levels deep (the limit, MAX_NESTING_DEPTH); "
+    "flatten it or store it as a JSON string"
+)
 
 _ID_FIELDS = frozenset({"message_id", "tool_call_id", "reasoning_id"})
 
@@ -91,6 +107,7 @@ def dump_json(value: Any) -> str:
 
 
 _LEAF_TYPES = frozenset({str, int, bool, type(None), UUID, datetime})
+_CONTAINERS = (BaseModel, Mapping, list, tuple, set, frozenset)
 
 
 def _children(value: Any) -> Any:
@@ -105,16 +122,22 @@ def _children(value: Any) -> Any:
     return ()
 
 
-def _non_finite_path(value: Any) -> list[object] | None:
-    """Return the keys leading to the first NaN or infinite float in ``value``, or ``None``."""
+def _non_finite_path(value: Any, depth: int = 0) -> list[object] | None:
+    """Return the keys leading to the first NaN or infinite float in ``value``, or ``None``.
+
+    Raises:
+        InvalidContent: If ``value`` is nested more than :data:`MAX_NESTING_DEPTH` deep.
+    """
     if type(value) in _LEAF_TYPES:
         return None
     if isinstance(value, float):
         return None if math.isfinite(value) else []
+    if depth >= MAX_NESTING_DEPTH and isinstance(value, _CONTAINERS):
+        raise InvalidContent(f"content {_DEPTH_PROBLEM}")
     for key, item in _children(value):
         if isinstance(key, float) and not math.isfinite(key):
             return [key]
-        found = _non_finite_path(item)
+        found = _non_finite_path(item, depth + 1)
         if found is not None:
             return [key, *found]
     return None
@@ -133,7 +156,8 @@ def check_finite(value: Any, what: str) -> None:
         what: The record's name, the start of the path in the message.
 
     Raises:
-        InvalidContent: Naming the path of the first NaN or infinite value.
+        InvalidContent: Naming the path of the first NaN or infinite value, or if
+            ``value`` is nested deeper than :data:`MAX_NESTING_DEPTH`.
     """
     keys = _non_finite_path(value)
     if keys is not None:
@@ -169,19 +193,25 @@ _NON_FINITE = "is NaN or infinite, which has no JSON form and cannot be stored e
 _REPLACE = "replace it (for example with U+FFFD) before writing"
 
 
-def _content_problem(value: Any) -> tuple[list[object], str] | None:
-    """Return the keys leading to the first value no store can keep exactly, and why."""
+def _content_problem(value: Any, depth: int = 0) -> tuple[list[object], str] | None:
+    """Return the keys leading to the first value no store can keep exactly, and why.
+
+    The walk goes at most :data:`MAX_NESTING_DEPTH` levels down: a container deeper than
+    that is the problem itself, so no input can exhaust the interpreter's stack here.
+    """
     if isinstance(value, str):
         at = _surrogate_at(value)
         return None if at is None else ([], f"holds a lone UTF-16 surrogate at position {at}")
     if isinstance(value, float):
         return None if math.isfinite(value) else ([], _NON_FINITE)
+    if depth >= MAX_NESTING_DEPTH and isinstance(value, _CONTAINERS):
+        return [], _DEPTH_PROBLEM
     for key, item in _children(value):
         if isinstance(key, str) and (at := _surrogate_at(key)) is not None:
             return [], f"has a key holding a lone UTF-16 surrogate at position {at} ({key!r})"
         if isinstance(key, float) and not math.isfinite(key):
             return [], f"has a key that {_NON_FINITE}"
-        found = _content_problem(item)
+        found = _content_problem(item, depth + 1)
         if found is not None:
             return [key, *found[0]], found[1]
     return None
@@ -193,7 +223,7 @@ def check_content(value: Any, what: str) -> None:
     NaN and infinite floats (JSON has no form for them: they would read back as
     ``null``) and lone UTF-16 surrogates (they have no UTF-8 form), in values and in
     mapping keys, anywhere inside a record: models are searched through their fields and
-    extra fields.
+    extra fields. Containers nested deeper than :data:`MAX_NESTING_DEPTH` are refused too.
 
     Args:
         value: A model, mapping, list or scalar.
@@ -206,7 +236,7 @@ def check_content(value: Any, what: str) -> None:
     found = _content_problem(value)
     if found is not None:
         keys, problem = found
-        hint = "" if problem == _NON_FINITE else f"; {_REPLACE}"
+        hint = "" if problem in (_NON_FINITE, _DEPTH_PROBLEM) else f"; {_REPLACE}"
         raise InvalidContent(f"{_path(what, keys)} {problem}{hint}")
 
 

@@ -10,6 +10,7 @@ drivers only ever see ``UUID`` objects.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import Enum
@@ -30,7 +31,9 @@ __all__ = [
     "as_id",
     "as_ids",
     "as_items",
+    "as_key",
     "as_model",
+    "as_optional_key",
     "as_positive_seconds",
     "as_str",
     "as_text",
@@ -106,6 +109,49 @@ def as_text(value: object, what: str) -> str:
     if isinstance(value, str):
         raise InvalidArgument(f"{what} must not be empty")
     raise InvalidArgument(f"{what} must be a str, not {type(value).__name__}")
+
+
+def _control_at(text: str) -> int | None:
+    """Return the position of the first control or line-separator character, or ``None``."""
+    for at, char in enumerate(text):
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            return at
+    return None
+
+
+def as_key(value: object, what: str) -> str:
+    """Return ``value`` if it is usable as an identifier or name: clean, non-empty ``str``.
+
+    Identity is compared byte for byte (SPEC section 2, "Identity"), so text that only
+    looks equal must not be accepted: ``b"u"`` is not ``"u"``, and ``" u"``, ``"u\n"`` or
+    ``"u\x00"`` would create a second user that no one can type.
+
+    Args:
+        value: The candidate (``user_id``, ``thread_id``, ``tenant_id``, a chat name...).
+        what: The argument's name, for the error message.
+
+    Raises:
+        InvalidArgument: If it is not a ``str`` (bytes included), is empty, has leading or
+            trailing whitespace, or holds a control character (Unicode category ``Cc``)
+            or a line or paragraph separator.
+    """
+    text = as_text(value, what)
+    if text != text.strip():
+        raise InvalidArgument(f"{what} has leading or trailing whitespace: {_shown(text)}")
+    at = _control_at(text)
+    if at is not None:
+        msg = f"{what} holds a control character at position {at}: {_shown(text)}"
+        raise InvalidArgument(msg)
+    return text
+
+
+def as_optional_key(value: object, what: str) -> str | None:
+    """Return ``None`` as it is, else :func:`as_key` of ``value``.
+
+    Raises:
+        InvalidArgument: As :func:`as_key`.
+    """
+    return None if value is None else as_key(value, what)
 
 
 def as_str(value: object, what: str) -> str:

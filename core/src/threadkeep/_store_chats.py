@@ -13,7 +13,7 @@ from ._content import validate_model
 from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
 from ._models import Chat, ChatStatus, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
-from ._store_args import as_aware, as_id, as_model, as_text
+from ._store_args import as_aware, as_id, as_key, as_model, as_optional_key, as_str
 from ._store_core import StoreCore
 
 __all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
@@ -21,7 +21,26 @@ __all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
 _MUTABLE_CHAT_FIELDS = frozenset(
     {"name", "agent_id", "channel", "tenant_id", "team_id", "share", "metadata"}
 )
+_KEY_FIELDS = frozenset({"name", "agent_id", "channel", "tenant_id", "team_id"})
 _CAS_ATTEMPTS = 16
+
+
+def _checked_keys(**values: object) -> dict[str, str | None]:
+    """Check optional ids and names with ``as_optional_key``; ``None`` stays ``None``.
+
+    A ``name`` is display text, kept exactly like content (SPEC section 3, "Content
+    fidelity": NUL, emoji and any other text round-trip), so only its type is checked.
+
+    Raises:
+        InvalidArgument: If an id is not ``None`` or a clean, non-empty ``str``, or the
+            name is not ``None`` or a ``str``.
+    """
+    return {
+        key: (None if value is None else as_str(value, key))
+        if key == "name"
+        else as_optional_key(value, key)
+        for key, value in values.items()
+    }
 
 
 class ErasureReceipt(BaseModel):
@@ -124,7 +143,9 @@ class ChatOps(StoreCore):
             The stored chat, with ``chat_id``, ``seq`` and timestamps set.
 
         Raises:
-            InvalidArgument: If an argument does not validate (for example an empty id).
+            InvalidArgument: If an argument does not validate (for example an empty id), or
+                an id is not a ``str``, has surrounding whitespace or holds a control
+                character (``as_key``), or the name is not a ``str``.
             InvalidContent: If a string holds a lone surrogate, or metadata holds NaN or
                 infinity.
             BackendUnavailable: If the backend fails.
@@ -134,13 +155,15 @@ class ChatOps(StoreCore):
         chat = validate_model(
             self.chat_model,
             {
-                "user_id": user_id,
-                "thread_id": thread_id,
-                "agent_id": agent_id,
-                "channel": channel,
-                "tenant_id": tenant_id,
-                "team_id": team_id,
-                "name": name,
+                "user_id": as_key(user_id, "user_id"),
+                "thread_id": as_key(thread_id, "thread_id"),
+                **_checked_keys(
+                    agent_id=agent_id,
+                    channel=channel,
+                    tenant_id=tenant_id,
+                    team_id=team_id,
+                    name=name,
+                ),
                 "share": share,
                 "metadata": {} if metadata is None else metadata,
                 "created_at": now,
@@ -196,7 +219,7 @@ class ChatOps(StoreCore):
         """
         self._require_open()
         return await self._find_live_chat(
-            as_text(user_id, "user_id"), as_text(thread_id, "thread_id")
+            as_key(user_id, "user_id"), as_key(thread_id, "thread_id")
         )
 
     async def update_chat(self, chat_id: UUID | str, /, **changes: Any) -> Chat:
@@ -223,6 +246,7 @@ class ChatOps(StoreCore):
         if unknown:
             msg = f"cannot change {sorted(unknown)}; changeable: {sorted(_MUTABLE_CHAT_FIELDS)}"
             raise InvalidArgument(msg)
+        changes.update(_checked_keys(**{k: v for k, v in changes.items() if k in _KEY_FIELDS}))
         return await self._rewrite_chat(chat_id, changes, live=True)
 
     async def rename_chat(self, chat_id: UUID | str, name: str | None) -> Chat:
@@ -399,7 +423,7 @@ class ChatOps(StoreCore):
                 cannot be reached; what was erased stays erased, so run it again.
         """
         self._require_open()
-        user_id = as_text(user_id, "user_id")
+        user_id = as_key(user_id, "user_id")
         receipt = ErasureReceipt(user_id=user_id)
         receipt.add("hot", self._zero_hot_counts())
         receipt.add("archive", {"bundles": 0, "messages": 0, "steps": 0})
