@@ -30,6 +30,7 @@ from ._dedup import (
     participant_id,
     session_deduplication_key,
 )
+from ._corrupt import CorruptRow, Unreadable, rebuilt_each, skip_damaged
 from ._driver import DriverPrimitives, NestedKind
 from ._errors import (
     ArchiveError,
@@ -38,6 +39,7 @@ from ._errors import (
     CapabilityNotSupported,
     ChatNotFound,
     Conflict,
+    CorruptRecord,
     IdempotencyConflict,
     InvalidArgument,
     InvalidContent,
@@ -109,6 +111,8 @@ __all__ = [
     "ChatNotFound",
     "ChatStatus",
     "Conflict",
+    "CorruptRecord",
+    "CorruptRow",
     "CursorCodec",
     "CustomPart",
     "DriverPrimitives",
@@ -148,6 +152,7 @@ __all__ = [
     "ThreadkeepError",
     "ToolCall",
     "UnknownDriver",
+    "Unreadable",
     "Viewer",
     "__version__",
     "as_utc",
@@ -161,6 +166,8 @@ __all__ = [
     "open_archiver",
     "open_store",
     "participant_id",
+    "rebuilt_each",
     "session_deduplication_key",
+    "skip_damaged",
     "trim_orphan_tool_results",
 ]

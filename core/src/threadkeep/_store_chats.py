@@ -13,6 +13,7 @@ from ._content import validate_model
 from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
 from ._models import Chat, ChatStatus, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
+from ._corrupt import CorruptRow, collecting, window
 from ._store_args import as_aware, as_id, as_key, as_model, as_optional_key, as_str
 from ._store_core import StoreCore
 
@@ -69,8 +70,16 @@ class ErasureReceipt(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 
 
-def page_of(model: type[M], items: list[M], next_cursor: str | None, has_more: bool) -> Page[M]:
+def page_of(
+    model: type[M],
+    items: list[M],
+    next_cursor: str | None,
+    has_more: bool,
+    corrupt: list[CorruptRow] | None = None,
+) -> Page[M]:
     """Return ``Page[model]`` of ``items`` (already instances: built without re-checking them).
+
+    ``corrupt`` lists the damaged rows a ``corrupt_records="skip"`` read left out.
 
     Validating the page would only check each item's class (``revalidate_instances`` is
     ``never``), so when they all are ``model`` instances the page is assembled directly;
@@ -79,12 +88,19 @@ def page_of(model: type[M], items: list[M], next_cursor: str | None, has_more: b
     page_type = _PAGE_TYPES.get(model)
     if page_type is None:
         page_type = _PAGE_TYPES[model] = Page[model]  # type: ignore[valid-type]
+    extra = {"corrupt": corrupt} if corrupt else {}
     if all(isinstance(item, model) for item in items):
-        return page_type.model_construct(items=items, next_cursor=next_cursor, has_more=has_more)
-    return page_type(items=items, next_cursor=next_cursor, has_more=has_more)
+        return page_type.model_construct(
+            items=items, next_cursor=next_cursor, has_more=has_more, corrupt=corrupt or []
+        )
+    return page_type(items=items, next_cursor=next_cursor, has_more=has_more, **extra)
 
 
 _PAGE_TYPES: dict[type[BaseModel], type[Page[Any]]] = {}
+
+
+def _seq(record: Chat | Message) -> int | None:
+    return record.seq
 
 
 def chat_visible_to(chat: Chat, viewer: Viewer) -> bool:
@@ -365,14 +381,14 @@ class ChatOps(StoreCore):
         size = self._page_limit(limit)
         scope = {"kind": "chats", "filter": chat_filter.model_dump(mode="json")}
         before = self._decode_cursor(cursor, scope)
-        rows = await self._page_chats(chat_filter, before, size + 1)
-        page = rows[:size]
-        has_more = len(rows) > size
+        with collecting(self.corrupt_records) as skipped:
+            rows = await self._page_chats(chat_filter, before, size + 1)
+        page, corrupt, has_more, last = window(rows, skipped, size, _seq)
         next_cursor = None
         if has_more:
-            assert page[-1].seq is not None
-            next_cursor = self._encode_cursor(scope, page[-1].seq)
-        return page_of(Chat, page[::-1], next_cursor, has_more)
+            assert last is not None
+            next_cursor = self._encode_cursor(scope, last)
+        return page_of(Chat, page[::-1], next_cursor, has_more, corrupt)
 
     async def purge(self, deleted_before: datetime) -> int:
         """Remove for good every chat soft-deleted before ``deleted_before``.
