@@ -47,3 +47,26 @@ class TestMemoryStore(StoreContract):
                 )
                 for m in rows
             ]
+
+    async def damage_row(
+        self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
+    ) -> str | None:
+        state = _state_of(store)
+        with state.lock:
+            chat = state.chats[chat_id]
+            row = chat if kind == "chat" else chat.messages[seq]
+            if damage.startswith("timestamp"):
+                if kind == "chat":
+                    return None
+                row.created_at = "not-a-date" if damage == "timestamp" else 12345
+                return "created_at"
+            row.body = _DAMAGED_BODIES[damage]
+            return "body"
+
+
+_DAMAGED_BODIES: dict[str, Any] = {
+    "body_not_json": "not json {",
+    "body_not_object": "[1, 2]",
+    "body_wrong_types": '{"role": 5}',
+    "body_wrong_native_type": 42,
+}

@@ -30,6 +30,7 @@ from ._dedup import (
     participant_id,
     session_deduplication_key,
 )
+from ._content import MAX_NESTING_DEPTH
 from ._corrupt import CorruptRow, Unreadable, rebuilt_each, skip_damaged
 from ._driver import DriverPrimitives, NestedKind
 from ._errors import (
@@ -91,6 +92,7 @@ from ._store_core import as_utc
 __version__ = "0.1.0"
 
 __all__ = [
+    "MAX_NESTING_DEPTH",
     "DEDUPLICATION_KEY_LENGTH",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_PAGE_LIMIT",

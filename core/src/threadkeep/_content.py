@@ -57,14 +57,15 @@ STORE_ASSIGNED_MESSAGE_FIELDS = frozenset(
 )
 """Message fields kept in columns, never in the body."""
 
-MAX_NESTING_DEPTH = 128
+MAX_NESTING_DEPTH = 64
 """Deepest nesting of containers a record may hold, counted from the record itself.
 
 A model, mapping, list, tuple or set is one level. Deeper content is refused with
 ``InvalidContent`` before anything else walks it: the checks here, pydantic's serializer
 (which gives up near 500 levels), pydantic-core's JSON parser (about 200 levels) and
-Python's ``json`` module (the interpreter's recursion limit) all recurse, so a bound below
-all of them keeps every stored record readable by every reader.
+Python's ``json`` module (the interpreter's recursion limit) all recurse, and MongoDB
+refuses documents nested over 100 levels, so a bound below all of them keeps every
+stored record writable and readable on every backend.
 """
 
 _DEPTH_PROBLEM = (
