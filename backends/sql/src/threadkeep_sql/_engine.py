@@ -38,6 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import StaticPool
 
 from threadkeep import InvalidArgument, ThreadkeepError
+from threadkeep._shielding import complete, enter_whole, finish
 
 from ._errors import map_native_errors
 from ._runner import Compiled, PgRunner, Runner
@@ -226,6 +227,13 @@ def _sqlite_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+async def _discard(held: tuple[AsyncConnection, Any], exc: BaseException) -> None:
+    """Close a held connection after an error; invalidate it unless the server reported it."""
+    if held[1].is_closed() or not isinstance(exc, _REPORTED):
+        await held[0].invalidate()
+    await held[0].close()
+
+
 @dataclass
 class Database:
     """An opened engine plus the locks and options each kind of operation uses.
@@ -306,10 +314,12 @@ class Database:
                     await stack.enter_async_context(self._every_lock)
                 elif write and self._write_lock is not None:
                     await stack.enter_async_context(self._write_lock)
+                # Checkout + BEGIN and COMMIT/ROLLBACK + check-in run to completion even if
+                # the caller is cancelled mid-way: nothing stays locked (issue 12).
                 if transaction:
-                    yield await stack.enter_async_context(engine.begin())
+                    yield await enter_whole(stack, engine.begin())
                 else:
-                    yield await stack.enter_async_context(engine.connect())
+                    yield await enter_whole(stack, engine.connect())
 
     @asynccontextmanager
     async def _autocommit(self) -> AsyncIterator[tuple[AsyncConnection, Any]]:
@@ -330,9 +340,7 @@ class Database:
                 yield held
             except BaseException as exc:
                 with contextlib.suppress(Exception):
-                    if held[1].is_closed() or not isinstance(exc, _REPORTED):
-                        await held[0].invalidate()
-                    await held[0].close()
+                    await complete(_discard(held, exc))
                 raise
             if len(self._held) < self._held_max:
                 self._held.append(held)
@@ -340,11 +348,11 @@ class Database:
                 await held[0].close()
 
     async def _checkout(self) -> tuple[AsyncConnection, Any]:
-        conn = await self._single.connect()
+        conn = await finish(self._single.connect())  # a cancelled checkout is not leaked
         try:
             driver = (await conn.get_raw_connection()).driver_connection
         except BaseException:
-            await conn.close()
+            await complete(conn.close())
             raise
         return conn, driver
 
