@@ -33,6 +33,8 @@ CANCEL_TRIES = 48
 """Cancellations per test: after 0, 1, ... event-loop iterations, cycling."""
 WRITERS = 50
 """Concurrent asyncio writers on one chat."""
+APPENDS_PER_WRITER = 6
+"""Appends (of two messages each) every writer makes, one after the other."""
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -105,19 +107,30 @@ class ReliabilityTests(ContractBase):
     async def test_concurrent_writers_on_one_chat_all_succeed(self, store: Store) -> None:
         chat = await store.create_chat("u-race", "t-race")
 
-        async def writer(n: int) -> list[Message]:
-            return await store.append_messages(
-                chat.chat_id, [Message(role="user", content=f"w{n}-{i}") for i in range(2)]
-            )
+        async def writer(n: int) -> list[list[Message]]:
+            return [
+                await store.append_messages(
+                    chat.chat_id,
+                    [Message(role="user", content=f"w{n}-{k}-{i}") for i in range(2)],
+                )
+                for k in range(APPENDS_PER_WRITER)
+            ]
 
-        results = await asyncio.gather(*(writer(n) for n in range(WRITERS)))
+        results = [b for r in await asyncio.gather(*(writer(n) for n in range(WRITERS))) for b in r]
+        total = 2 * WRITERS * APPENDS_PER_WRITER
         seqs = sorted(m.seq for batch in results for m in batch if m.seq is not None)
-        assert len(seqs) == 2 * WRITERS and len(set(seqs)) == len(seqs)
+        assert len(seqs) == total and len(set(seqs)) == total, "a seq was reused or lost"
         for batch in results:
             first, second = batch
             assert first.seq is not None and second.seq == first.seq + 1, "batch split"
-        page = await store.list_messages(chat.chat_id, limit=200)
-        assert len(page.items) == 2 * WRITERS
+        seen, cursor = 0, None
+        while True:
+            page = await store.list_messages(chat.chat_id, limit=200, cursor=cursor)
+            seen += len(page.items)
+            if not page.has_more:
+                break
+            cursor = page.next_cursor
+        assert seen == total
 
     @pytest.mark.asyncio
     @pytest.mark.parametrize("depth", [MAX_NESTING_DEPTH + 1, 10_000, 100_000])
