@@ -95,10 +95,8 @@ class CorruptRowTests(ContractBase):
                     await read()
                 self._check_error(caught.value, chat_id, bad.seq, column)
                 assert caught.value.kind == "message", (damage, name)
-            # Pages that do not reach it still read (one past the page is read for
-            # has_more), and writes still succeed.
-            newer = await store.list_messages(chat_id, limit=1)
-            assert [m.content for m in newer.items] == ["m5"], damage
+            # Writes still succeed and the new newest message previews (a driver may read
+            # ahead of a page, so only a skipping store promises pages around the row).
             await store.append_message(chat_id, Message(role="user", content="after"))
             last = await store.get_last_messages([chat_id, healthy_id])
             assert last[chat_id].content == "after", damage

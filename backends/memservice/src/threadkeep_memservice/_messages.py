@@ -16,6 +16,7 @@ from uuid import UUID
 
 from threadkeep import Conflict, Message, MessageFilter, MessageKind, NestedKind, PreparedMessage
 from threadkeep import message_matches as matches
+from threadkeep import skip_damaged
 
 from ._appends import AppendPrimitives
 from ._base import ATTEMPTS, is_hot
@@ -68,8 +69,10 @@ class MessagePrimitives(AppendPrimitives):
             page=min(200, max(limit, 20)),
         ):
             visible = [h for h in heads if not is_hidden(h)]
-            for message in await self._materialize(session.session_id, chat_id, visible):
-                if matches(message_filter, message):
+            chunks = await self._chunks_of(session.session_id, visible)
+            for head in visible:  # rebuilt one by one: a damaged row past the page is not read
+                message = skip_damaged(lambda h: self._message_of(h, chat_id, chunks), head)
+                if message is not None and matches(message_filter, message):
                     found.append(message)
                     if len(found) == limit:
                         return found
