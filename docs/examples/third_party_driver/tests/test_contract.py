@@ -54,3 +54,31 @@ class TestJsonlStore(StoreContract):
             for row in _latest_rows(store, "messages", "message_id")
             if row["chat_id"] == str(chat_id)
         ]
+
+    async def damage_row(
+        self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
+    ) -> str | None:
+        """Damage the row in the store's tables, as a hand-edited log line would on reopen."""
+        assert isinstance(store, JsonlStore)
+        tables = store._tables
+        if kind == "chat":
+            row = tables.chats[chat_id]
+        else:
+            assert seq is not None
+            row = tables.messages[tables.by_seq[(chat_id, seq)]]
+        if damage == "timestamp" and kind == "message":
+            row["created_at"] = "not-a-date"
+            return "created_at"
+        body = _DAMAGED_BODIES.get(damage)
+        if body is None or kind == "chat":  # a chat row is its own body
+            return None
+        row["body"] = body
+        return "body"
+
+
+_DAMAGED_BODIES: dict[str, Any] = {
+    "body_not_json": "not json {",
+    "body_not_object": "[1, 2]",
+    "body_wrong_types": '{"role": 5}',
+    "body_wrong_native_type": 42,
+}
