@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "threadkeep.cli._import",
     "threadkeep.cli._read",
     "threadkeep.cli._archive",
+    "threadkeep.cli._check",
 )
 """Modules whose ``register(app)`` adds their commands, in help order."""
 
