@@ -107,7 +107,9 @@ _DAMAGED_MESSAGES: dict[str, tuple[str, Any]] = {
 }
 
 
-async def damage_message(store: MemServiceStore, chat_id: UUID, seq: int, damage: str) -> str | None:
+async def damage_message(
+    store: MemServiceStore, chat_id: UUID, seq: int, damage: str
+) -> str | None:
     """Write ``damage`` into the head event of message ``seq`` in the emulator's own state.
 
     Returns the part a ``CorruptRecord`` names (``"body"`` or ``"cols"``), or ``None`` for

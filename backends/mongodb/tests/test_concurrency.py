@@ -67,7 +67,13 @@ async def test_four_processes_of_thirteen_writers_never_conflict(
     url, _ = mongo_db
     procs = [
         await asyncio.create_subprocess_exec(
-            sys.executable, "-c", _PROCESS_WRITER, url, str(chat.chat_id), f"p{p}", "13",
+            sys.executable,
+            "-c",
+            _PROCESS_WRITER,
+            url,
+            str(chat.chat_id),
+            f"p{p}",
+            "13",
             stderr=asyncio.subprocess.PIPE,
         )
         for p in range(4)

@@ -58,7 +58,6 @@ class TestMongoContract(StoreContract):
             for doc in docs
         ]
 
-
     async def damage_row(
         self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
     ) -> str | None:

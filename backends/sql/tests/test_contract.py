@@ -36,13 +36,21 @@ DAMAGED_BODIES = {
 
 def damage_sql(kind: str, damage: str, placeholder: Callable[[int], str]) -> tuple[str, Any]:
     """Return ``(UPDATE statement, value)`` writing ``damage`` (``None`` statement: unsupported)."""
-    table, where = ("chats", "chat_id = {0}") if kind == "chat" else (
-        "messages",
-        "chat_id = {0} AND seq = {1}",
+    table, where = (
+        ("chats", "chat_id = {0}")
+        if kind == "chat"
+        else (
+            "messages",
+            "chat_id = {0} AND seq = {1}",
+        )
     )
-    column, value = ("created_at", "not-a-date") if damage == "timestamp" else (
-        "body",
-        DAMAGED_BODIES.get(damage),
+    column, value = (
+        ("created_at", "not-a-date")
+        if damage == "timestamp"
+        else (
+            "body",
+            DAMAGED_BODIES.get(damage),
+        )
     )
     sql = f"UPDATE {table} SET {column} = {placeholder(3)} WHERE {where}"
     return sql.format(placeholder(1), placeholder(2)), value

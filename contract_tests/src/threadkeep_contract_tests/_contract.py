@@ -12,9 +12,9 @@ from ._deletion import DeletionTests
 from ._idempotency import IdempotencyTests
 from ._nested import NestedTests
 from ._ordering import OrderingTests
-from ._reliability import ReliabilityTests
 from ._pages import PageTests
 from ._property import StateMachineTests
+from ._reliability import ReliabilityTests
 from ._steps import StepTests
 from ._time import TimeTests
 

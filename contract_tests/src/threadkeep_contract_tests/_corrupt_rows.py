@@ -18,7 +18,7 @@ from uuid import UUID
 
 import pytest
 
-from threadkeep import ChatFilter, CorruptRecord, Message, Store
+from threadkeep import ChatFilter, CorruptRecord, CorruptRow, Message, Store
 
 from ._base import ContractBase, StoreFactory
 
@@ -27,7 +27,7 @@ __all__ = ["DAMAGES", "CorruptRowTests"]
 DAMAGES: dict[str, str] = {
     "body_not_json": "the body column holds text that is not JSON: 'not json {'",
     "body_not_object": "the body column holds JSON that is not an object: '[1, 2]'",
-    "body_wrong_types": 'the body is an object of wrong field types: \'{"role": 5}\'',
+    "body_wrong_types": "the body is an object of wrong field types: '{\"role\": 5}'",
     "timestamp": "created_at holds an unparsable timestamp ('not-a-date' on SQLite)",
     "body_wrong_native_type": "the body field is of another native type (a BSON int 42)",
     "timestamp_wrong_native_type": "the timestamp field is of another native type (a string)",
@@ -77,22 +77,21 @@ class CorruptRowTests(ContractBase):
         assert error.chat_id == chat_id, f"CorruptRecord names chat {error.chat_id}"
         assert error.seq == seq, f"CorruptRecord names seq {error.seq}, not {seq}"
         assert error.column == column, f"CorruptRecord names column {error.column!r}"
-        assert str(chat_id) in str(error) and column in str(error)
+        assert str(chat_id) in str(error), "the message does not name the chat"
+        assert column in str(error), "the message does not name the column"
 
     @pytest.mark.asyncio
-    async def test_damaged_message_raises_corrupt_record_on_every_read(
-        self, store: Store
-    ) -> None:
+    async def test_damaged_message_raises_corrupt_record_on_every_read(self, store: Store) -> None:
         healthy_id, healthy = await self._seeded(store, "t-healthy")
         for damage, chat_id, bad, column in await self._damaged_chats(store):
             reads: dict[str, Any] = {
-                "list_messages": lambda: store.list_messages(chat_id),
-                "get_message": lambda: store.get_message(bad.message_id),
-                "context_messages": lambda: store.context_messages(chat_id),
+                "list_messages": store.list_messages(chat_id),
+                "get_message": store.get_message(bad.message_id),
+                "context_messages": store.context_messages(chat_id),
             }
             for name, read in reads.items():
                 with pytest.raises(CorruptRecord) as caught:
-                    await read()
+                    await read
                 self._check_error(caught.value, chat_id, bad.seq, column)
                 assert caught.value.kind == "message", (damage, name)
             # Writes still succeed and the new newest message previews (a driver may read
@@ -120,7 +119,9 @@ class CorruptRowTests(ContractBase):
     async def test_skip_option_reads_past_damaged_rows(self, store_factory: StoreFactory) -> None:
         async with store_factory(corrupt_records="skip") as store:
             for damage, chat_id, bad, column in await self._damaged_chats(store):
-                contents, corrupt, cursor = [], [], None
+                contents: list[str] = []
+                corrupt: list[CorruptRow] = []
+                cursor: str | None = None
                 while True:
                     page = await store.list_messages(chat_id, limit=2, cursor=cursor)
                     contents[:0] = [m.content for m in page.items]
@@ -153,7 +154,9 @@ class CorruptRowTests(ContractBase):
             for message in stored[2:5]:
                 await self._damage(store, "message", chat_id, message.seq, damage)
             first = await store.list_messages(chat_id, limit=2)
-            assert first.items == [] and len(first.corrupt) == 2 and first.has_more
+            assert first.items == [], "a page of damaged rows returned items"
+            assert len(first.corrupt) == 2, "the page does not report both damaged rows"
+            assert first.has_more, "the walk stopped at a page of damaged rows"
             rest = await store.list_messages(chat_id, limit=10, cursor=first.next_cursor)
             assert [m.content for m in rest.items] == ["m0", "m1"]
             assert [c.seq for c in rest.corrupt] == [stored[3].seq, stored[2].seq]
@@ -168,7 +171,8 @@ class CorruptRowTests(ContractBase):
                 pytest.skip("the back door cannot damage a chat row")
             with pytest.raises(CorruptRecord) as caught:
                 await store.list_chats(ChatFilter(user_id="u-corrupt"))
-            assert caught.value.kind == "chat" and caught.value.column == column
+            assert caught.value.kind == "chat"
+            assert caught.value.column == column
             assert (await store.get_chat(good.chat_id)).chat_id == good.chat_id
         async with store_factory(corrupt_records="skip") as store:
             page = await store.list_chats(ChatFilter(user_id="u-corrupt"))

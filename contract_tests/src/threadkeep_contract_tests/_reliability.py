@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 from threadkeep import (
     MAX_NESTING_DEPTH,
     ChatFilter,
+    Conflict,
     InvalidArgument,
     InvalidContent,
     Message,
@@ -49,7 +51,7 @@ def nested(depth: int) -> dict[str, Any]:
 
 
 async def _cancel_after(awaitable: Any, iterations: int) -> bool:
-    """Run ``awaitable`` as a task, cancel it after ``iterations`` loop turns; True if it ran out."""
+    """Run ``awaitable``, cancel it after ``iterations`` loop turns; True if it finished first."""
     task = asyncio.ensure_future(awaitable)
     for _ in range(iterations):
         if task.done():
@@ -116,13 +118,16 @@ class ReliabilityTests(ContractBase):
                 for k in range(APPENDS_PER_WRITER)
             ]
 
-        results = [b for r in await asyncio.gather(*(writer(n) for n in range(WRITERS))) for b in r]
+        done = await asyncio.gather(*(writer(n) for n in range(WRITERS)))
+        results = [batch for batches in done for batch in batches]
         total = 2 * WRITERS * APPENDS_PER_WRITER
         seqs = sorted(m.seq for batch in results for m in batch if m.seq is not None)
-        assert len(seqs) == total and len(set(seqs)) == total, "a seq was reused or lost"
+        assert len(seqs) == total, "an append was lost"
+        assert len(set(seqs)) == total, "a seq was given twice"
         for batch in results:
             first, second = batch
-            assert first.seq is not None and second.seq == first.seq + 1, "batch split"
+            assert first.seq is not None, "no seq assigned"
+            assert second.seq == first.seq + 1, "a batch was split"
         seen, cursor = 0, None
         while True:
             page = await store.list_messages(chat.chat_id, limit=200, cursor=cursor)
@@ -137,7 +142,7 @@ class ReliabilityTests(ContractBase):
     async def test_deep_nesting_is_invalid_content(self, store: Store, depth: int) -> None:
         chat = await store.create_chat("u-deep", "t-deep")
         deep = nested(depth)
-        calls = {
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
             "append_message": lambda: store.append_message(
                 chat.chat_id, Message(role="user", metadata=deep)
             ),
@@ -165,11 +170,29 @@ class ReliabilityTests(ContractBase):
         assert paged.metadata == metadata
 
     @pytest.mark.asyncio
+    async def test_no_call_hands_one_tenants_chat_to_another(self, store: Store) -> None:
+        """Issue 12: ``create_chat`` naming tenant B never returns tenant A's chat."""
+        mine = await store.create_chat("alice", "t1", tenant_id="A", name="secret")
+        await store.append_message(mine.chat_id, Message(role="user", content="private"))
+        with pytest.raises(Conflict):
+            await store.create_chat("alice", "t1", tenant_id="B")
+        again = await store.create_chat("alice", "t1", tenant_id="A")
+        assert again.chat_id == mine.chat_id
+        # Naming no tenant is not naming another one: the live chat, as before.
+        assert (await store.create_chat("alice", "t1")).chat_id == mine.chat_id
+        untenanted = await store.create_chat("bob", "t1")
+        with pytest.raises(Conflict):
+            await store.create_chat("bob", "t1", tenant_id="A")
+        assert (await store.create_chat("bob", "t1")).chat_id == untenanted.chat_id
+        only_b = await store.list_chats(ChatFilter(tenant_id="B"))
+        assert only_b.items == []
+
+    @pytest.mark.asyncio
     @pytest.mark.parametrize(
         "bad", [b"u", " u", "u ", "u\n", "\tu", "u\x00", "a\x1bb", "u\u2028", bytearray(b"u")]
     )
     async def test_unclean_ids_are_invalid_argument(self, store: Store, bad: Any) -> None:
-        calls = {
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
             "create_chat(user_id)": lambda: store.create_chat(bad, "t"),
             "create_chat(thread_id)": lambda: store.create_chat("u", bad),
             "create_chat(tenant_id)": lambda: store.create_chat("u", "t-ten", tenant_id=bad),

@@ -21,7 +21,8 @@ from ._archive import (
     open_archiver,
 )
 from ._capabilities import Capabilities
-from ._content import DEFAULT_MAX_MESSAGE_BYTES, PreparedMessage
+from ._content import DEFAULT_MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH, PreparedMessage
+from ._corrupt import CorruptRow, Unreadable, rebuilt_each, skip_damaged
 from ._cursor import CursorCodec
 from ._dedup import (
     DEDUPLICATION_KEY_LENGTH,
@@ -30,8 +31,6 @@ from ._dedup import (
     participant_id,
     session_deduplication_key,
 )
-from ._content import MAX_NESTING_DEPTH
-from ._corrupt import CorruptRow, Unreadable, rebuilt_each, skip_damaged
 from ._driver import DriverPrimitives, NestedKind
 from ._errors import (
     ArchiveError,
@@ -92,11 +91,11 @@ from ._store_core import as_utc
 __version__ = "0.1.0"
 
 __all__ = [
-    "MAX_NESTING_DEPTH",
     "DEDUPLICATION_KEY_LENGTH",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_PAGE_LIMIT",
     "DEFAULT_URL",
+    "MAX_NESTING_DEPTH",
     "MAX_PAGE_LIMIT",
     "ActionPart",
     "ArchiveError",

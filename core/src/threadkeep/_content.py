@@ -194,17 +194,22 @@ _NON_FINITE = "is NaN or infinite, which has no JSON form and cannot be stored e
 _REPLACE = "replace it (for example with U+FFFD) before writing"
 
 
+def _leaf_problem(value: Any) -> tuple[list[object], str] | None:
+    """Return why a text or float value cannot be stored exactly, or ``None``."""
+    if isinstance(value, str):
+        at = _surrogate_at(value)
+        return None if at is None else ([], f"holds a lone UTF-16 surrogate at position {at}")
+    return None if math.isfinite(value) else ([], _NON_FINITE)
+
+
 def _content_problem(value: Any, depth: int = 0) -> tuple[list[object], str] | None:
     """Return the keys leading to the first value no store can keep exactly, and why.
 
     The walk goes at most :data:`MAX_NESTING_DEPTH` levels down: a container deeper than
     that is the problem itself, so no input can exhaust the interpreter's stack here.
     """
-    if isinstance(value, str):
-        at = _surrogate_at(value)
-        return None if at is None else ([], f"holds a lone UTF-16 surrogate at position {at}")
-    if isinstance(value, float):
-        return None if math.isfinite(value) else ([], _NON_FINITE)
+    if isinstance(value, str | float):
+        return _leaf_problem(value)
     if depth >= MAX_NESTING_DEPTH and isinstance(value, _CONTAINERS):
         return [], _DEPTH_PROBLEM
     for key, item in _children(value):

@@ -111,8 +111,8 @@ def check_policy(value: object) -> CorruptRecordsPolicy:
     Raises:
         InvalidArgument: Unless it is ``"raise"`` or ``"skip"``.
     """
-    if value == "raise" or value == "skip":
-        return value  # type: ignore[return-value]
+    if value in ("raise", "skip"):
+        return value
     raise InvalidArgument(f"corrupt_records must be 'raise' or 'skip', not {value!r}")
 
 

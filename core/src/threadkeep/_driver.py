@@ -18,7 +18,7 @@ import contextlib
 import functools
 import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
@@ -73,7 +73,9 @@ WRITE_PRIMITIVES = frozenset(
 """Primitives that write: each runs to its end even if the calling task is cancelled."""
 
 
-def _run_whole(primitive: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+def _run_whole(
+    primitive: Callable[..., Coroutine[Any, Any, Any]],
+) -> Callable[..., Coroutine[Any, Any, Any]]:
     """Wrap a write primitive so a cancellation is delivered only after it has finished.
 
     A write cancelled at an arbitrary await (``asyncio.wait_for``, a client gone away) would

@@ -120,7 +120,7 @@ def _control_at(text: str) -> int | None:
 
 
 def as_key(value: object, what: str) -> str:
-    """Return ``value`` if it is usable as an identifier or name: clean, non-empty ``str``.
+    r"""Return ``value`` if it is usable as an identifier or name: clean, non-empty ``str``.
 
     Identity is compared byte for byte (SPEC section 2, "Identity"), so text that only
     looks equal must not be accepted: ``b"u"`` is not ``"u"``, and ``" u"``, ``"u\n"`` or

@@ -10,10 +10,10 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from ._content import validate_model
-from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
-from ._models import Chat, ChatStatus, Share
-from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
 from ._corrupt import CorruptRow, collecting, window
+from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
+from ._models import Chat, ChatStatus, Message, Share
+from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
 from ._store_args import as_aware, as_id, as_key, as_model, as_optional_key, as_str
 from ._store_core import StoreCore
 
@@ -164,6 +164,9 @@ class ChatOps(StoreCore):
                 character (``as_key``), or the name is not a ``str``.
             InvalidContent: If a string holds a lone surrogate, or metadata holds NaN or
                 infinity.
+            Conflict: If ``tenant_id`` is given and the live chat of ``(user_id,
+                thread_id)`` belongs to another tenant, or to none (nothing of it is
+                returned). Without ``tenant_id`` the live chat is returned, as before.
             BackendUnavailable: If the backend fails.
         """
         self._require_open()
@@ -187,7 +190,16 @@ class ChatOps(StoreCore):
             },
         )
         self.record_body(chat)
-        return await self._insert_chat(chat)
+        stored = await self._insert_chat(chat)
+        if chat.tenant_id is not None and stored.tenant_id != chat.tenant_id:
+            # The live chat of (user_id, thread_id) belongs to another tenant: never hand
+            # it to a caller naming this one (SPEC section 3, "Ordering and identity").
+            msg = (
+                f"the live chat of user {chat.user_id!r} and thread {chat.thread_id!r} belongs "
+                "to another tenant; thread ids must not repeat for a user across tenants"
+            )
+            raise Conflict(msg)
+        return stored
 
     async def get_chat(
         self, chat_id: UUID | str, *, viewer: Viewer | Mapping[str, Any] | None = None

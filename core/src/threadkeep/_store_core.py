@@ -213,9 +213,9 @@ class StoreCore(DriverPrimitives):
         chat_id: UUID,
         seq: int,
         revision: int,
-        created_at: datetime | None,
-        updated_at: datetime | None,
-        deleted_at: datetime | None = None,
+        created_at: datetime | str | Unreadable | None,
+        updated_at: datetime | str | Unreadable | None,
+        deleted_at: datetime | str | Unreadable | None = None,
     ) -> Message:
         """Rebuild a message from its stored body and columns (for drivers).
 
@@ -224,9 +224,11 @@ class StoreCore(DriverPrimitives):
             chat_id: The chat column.
             seq: The seq column.
             revision: The revision column.
-            created_at: Column value; naive values are taken as UTC.
-            updated_at: Column value; naive values are taken as UTC.
-            deleted_at: Column value; naive values are taken as UTC.
+            created_at: Column value; naive values are taken as UTC, ISO 8601 text is
+                parsed, an :class:`~threadkeep.Unreadable` (a value the driver could not
+                decode) makes the row corrupt.
+            updated_at: As ``created_at``.
+            deleted_at: As ``created_at``.
 
         Returns:
             An instance of this store's ``message_model``.

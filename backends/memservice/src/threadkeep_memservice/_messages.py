@@ -10,13 +10,21 @@ the event's version token.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from threadkeep import Conflict, Message, MessageFilter, MessageKind, NestedKind, PreparedMessage
+from threadkeep import (
+    Conflict,
+    Message,
+    MessageFilter,
+    MessageKind,
+    NestedKind,
+    PreparedMessage,
+    skip_damaged,
+)
 from threadkeep import message_matches as matches
-from threadkeep import skip_damaged
 
 from ._appends import AppendPrimitives
 from ._base import ATTEMPTS, is_hot
@@ -70,8 +78,9 @@ class MessagePrimitives(AppendPrimitives):
         ):
             visible = [h for h in heads if not is_hidden(h)]
             chunks = await self._chunks_of(session.session_id, visible)
+            build = functools.partial(self._message_of, chat_id=chat_id, chunks=chunks)
             for head in visible:  # rebuilt one by one: a damaged row past the page is not read
-                message = skip_damaged(lambda h: self._message_of(h, chat_id, chunks), head)
+                message = skip_damaged(build, head)
                 if message is not None and matches(message_filter, message):
                     found.append(message)
                     if len(found) == limit:

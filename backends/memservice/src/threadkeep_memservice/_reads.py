@@ -36,7 +36,9 @@ _DAMAGE = (ValueError, TypeError, KeyError, AttributeError, RecursionError)
 
 def _damaged(chat_id: UUID, head: Event, part: str, exc: BaseException) -> CorruptRecord:
     detail = f"does not decode ({type(exc).__name__}: {exc})"
-    return CorruptRecord("message", chat_id=chat_id, seq=head.sequence_id, column=part, detail=detail)
+    return CorruptRecord(
+        "message", chat_id=chat_id, seq=head.sequence_id, column=part, detail=detail
+    )
 
 
 def is_hidden(head: Event) -> bool:

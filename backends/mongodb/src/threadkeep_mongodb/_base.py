@@ -91,7 +91,9 @@ class Collections:
 
 def _backoff(attempt: int) -> float:
     """Full-jitter exponential backoff, in seconds."""
-    return random.uniform(0, min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2 ** min(attempt, 16)))
+    return random.uniform(
+        0, min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2 ** min(attempt, 16))
+    )
 
 
 def _worth_retrying(exc: PyMongoError, attempt: int, deadline: float) -> bool:
@@ -195,9 +197,10 @@ class MongoBase(StoreCore):
     def _message_from_doc(self, doc: Document, body: str) -> Message:
         return self.message_from_row(
             body,
-            chat_id=doc.get("chat_id"),
-            seq=doc.get("seq"),
-            revision=doc.get("revision"),
+            # .get: a damaged document is reported (CorruptRecord), never a KeyError.
+            chat_id=cast(UUID, doc.get("chat_id")),
+            seq=cast(int, doc.get("seq")),
+            revision=cast(int, doc.get("revision")),
             created_at=stored_time(doc.get("created_us")),
             updated_at=stored_time(doc.get("updated_us")),
             deleted_at=stored_time(doc.get("deleted_us")),

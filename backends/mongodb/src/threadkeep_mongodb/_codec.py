@@ -27,11 +27,11 @@ __all__ = [
     "Document",
     "chat_fields",
     "from_us",
-    "stored_time",
     "join_chunks",
     "message_fields",
     "split_body",
     "step_document",
+    "stored_time",
     "to_us",
 ]
 

@@ -347,8 +347,11 @@ class Database:
             else:
                 await held[0].close()
 
+    async def _connect(self) -> AsyncConnection:
+        return await self._single.connect()
+
     async def _checkout(self) -> tuple[AsyncConnection, Any]:
-        conn = await finish(self._single.connect())  # a cancelled checkout is not leaked
+        conn = await finish(self._connect())  # a cancelled checkout is not leaked
         try:
             driver = (await conn.get_raw_connection()).driver_connection
         except BaseException:
