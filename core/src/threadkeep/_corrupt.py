@@ -122,11 +122,21 @@ def _unreadable_column(columns: dict[str, Any]) -> tuple[str, str] | None:
             return name, value.reason
         if name.endswith("_at") and value is not None and not isinstance(value, datetime):
             return name, f"is not a timestamp ({type(value).__name__} {value!r:.60})"
-        if name in ("seq", "revision") and value is not None and type(value) is not int:
+        if name in ("seq", "revision") and not (value is None or isinstance(value, int)):
             return name, f"is not an integer ({value!r:.60})"
-        if name == "chat_id" and not isinstance(value, UUID):
+        if name == "chat_id" and not (isinstance(value, UUID) or _is_uuid_text(value)):
             return name, f"is not a UUID ({value!r:.60})"
     return None
+
+
+def _is_uuid_text(value: object) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _detail(exc: BaseException) -> str:

@@ -23,14 +23,17 @@ _MUTABLE_CHAT_FIELDS = frozenset(
     {"name", "agent_id", "channel", "tenant_id", "team_id", "share", "metadata"}
 )
 _KEY_FIELDS = frozenset({"name", "agent_id", "channel", "tenant_id", "team_id"})
+_LABEL_FIELDS = frozenset({"name", "channel"})
+"""Descriptive text kept exactly (only its type is checked); the rest are ids."""
 _CAS_ATTEMPTS = 16
 
 
 def _checked_keys(**values: object) -> dict[str, str | None]:
     """Check optional ids and names with ``as_optional_key``; ``None`` stays ``None``.
 
-    A ``name`` is display text, kept exactly like content (SPEC section 3, "Content
-    fidelity": NUL, emoji and any other text round-trip), so only its type is checked.
+    A ``name`` or ``channel`` is descriptive text, kept exactly like content (SPEC section
+    3, "Content fidelity": NUL, emoji and any other text round-trip), so only its type is
+    checked; ids (``agent_id``, ``tenant_id``, ``team_id``) must be clean (``as_key``).
 
     Raises:
         InvalidArgument: If an id is not ``None`` or a clean, non-empty ``str``, or the
@@ -38,7 +41,7 @@ def _checked_keys(**values: object) -> dict[str, str | None]:
     """
     return {
         key: (None if value is None else as_str(value, key))
-        if key == "name"
+        if key in _LABEL_FIELDS
         else as_optional_key(value, key)
         for key, value in values.items()
     }
