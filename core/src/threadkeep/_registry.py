@@ -218,10 +218,10 @@ def open_store(url: str | None = None, **options: Any) -> Store:
             control character (a URL read from a file with its newline must not open a
             different store than the one meant).
     """
-    if url is not None:
+    if url is not None and url != "":  # "" is "not a URL", below
         as_key(url, "url")
     settings = load_settings(url=url)
-    if url is None:
+    if url is None and settings.url:
         try:
             as_key(settings.url, "url")
         except InvalidArgument as exc:
