@@ -33,7 +33,7 @@ from typing import Any, Literal
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
@@ -227,6 +227,17 @@ def _sqlite_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Pool checkout hook: a connection the server has closed is replaced, not handed out.
+
+    SQLAlchemy's documented pessimistic disconnect handling: raising ``DisconnectionError``
+    here makes the pool discard the connection and check out another (issue 12). The test
+    costs nothing (asyncpg already knows the socket closed), unlike ``pool_pre_ping``.
+    """
+    if dbapi_connection.driver_connection.is_closed():
+        raise DisconnectionError("the server closed this pooled connection")
+
+
 async def _discard(held: tuple[AsyncConnection, Any], exc: BaseException) -> None:
     """Close a held connection after an error; invalidate it unless the server reported it."""
     if held[1].is_closed() or not isinstance(exc, _REPORTED):
@@ -275,6 +286,7 @@ class Database:
         engine = create_async_engine(
             url, pool_size=pool_size, max_overflow=pool_size, connect_args=connect_args
         )
+        event.listen(engine.sync_engine, "checkout", _refuse_closed)
         auto = engine.execution_options(isolation_level="AUTOCOMMIT")
         return cls(
             engine=engine,
@@ -335,7 +347,7 @@ class Database:
         fresh one.
         """
         with map_native_errors():
-            held = self._held.pop() if self._held else await self._checkout()
+            held = await self._take_held()
             try:
                 yield held
             except BaseException as exc:
@@ -346,6 +358,22 @@ class Database:
                 self._held.append(held)
             else:
                 await held[0].close()
+
+    async def _take_held(self) -> tuple[AsyncConnection, Any]:
+        """Return a live held connection, or a fresh one.
+
+        A held connection the server closed while it sat idle (``pg_terminate_backend``, a
+        restart, an idle timeout) is known closed as soon as the event loop has read the
+        server's goodbye: it is discarded here, for free, instead of failing the next
+        statement with ``BackendUnavailable`` (issue 12).
+        """
+        while self._held:
+            held = self._held.pop()
+            if not held[1].is_closed():
+                return held
+            with contextlib.suppress(Exception):
+                await complete(_discard(held, ConnectionError("closed by the server")))
+        return await self._checkout()
 
     async def _connect(self) -> AsyncConnection:
         return await self._single.connect()
