@@ -13,7 +13,13 @@ import pytest
 
 from threadkeep import Store
 from threadkeep._memory import MemoryStore
-from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
+from threadkeep_contract_tests import (
+    DAMAGED_BODIES,
+    DAMAGED_TIMESTAMP,
+    RawChat,
+    RawMessage,
+    StoreContract,
+)
 
 
 def _state_of(store: Store) -> Any:
@@ -58,15 +64,7 @@ class TestMemoryStore(StoreContract):
             if damage.startswith("timestamp"):
                 if kind == "chat":
                     return None
-                row.created_at = "not-a-date" if damage == "timestamp" else 12345
+                row.created_at = DAMAGED_TIMESTAMP if damage == "timestamp" else 12345
                 return "created_at"
-            row.body = _DAMAGED_BODIES[damage]
+            row.body = DAMAGED_BODIES[damage]
             return "body"
-
-
-_DAMAGED_BODIES: dict[str, Any] = {
-    "body_not_json": "not json {",
-    "body_not_object": "[1, 2]",
-    "body_wrong_types": '{"role": 5}',
-    "body_wrong_native_type": 42,
-}

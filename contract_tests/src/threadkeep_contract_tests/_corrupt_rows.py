@@ -22,7 +22,7 @@ from threadkeep import ChatFilter, CorruptRecord, CorruptRow, Message, Store
 
 from ._base import ContractBase, StoreFactory
 
-__all__ = ["DAMAGES", "CorruptRowTests"]
+__all__ = ["DAMAGED_BODIES", "DAMAGED_TIMESTAMP", "DAMAGES", "CorruptRowTests"]
 
 DAMAGES: dict[str, str] = {
     "body_not_json": "the body column holds text that is not JSON: 'not json {'",
@@ -35,6 +35,18 @@ DAMAGES: dict[str, str] = {
 """Damage a back door may write: name -> what it writes. Drivers write those they can
 hold (PostgreSQL cannot store 'not-a-date' in ``timestamptz``) and return ``None`` for the
 rest."""
+
+
+DAMAGED_BODIES: dict[str, Any] = {
+    "body_not_json": "not json {",
+    "body_not_object": "[1, 2]",
+    "body_wrong_types": '{"role": 5}',
+    "body_wrong_native_type": 42,
+}
+"""What a back door writes into the body for each ``body_*`` damage (42: a native int)."""
+
+DAMAGED_TIMESTAMP = "not-a-date"
+"""What a back door writes into a timestamp column for ``timestamp`` damage."""
 
 
 class CorruptRowTests(ContractBase):

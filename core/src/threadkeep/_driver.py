@@ -20,7 +20,7 @@ import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from uuid import UUID
 
 from ._content import STORE_ASSIGNED_MESSAGE_FIELDS, PreparedMessage, message_fingerprint
@@ -30,7 +30,7 @@ from ._paging import ChatFilter, MessageFilter
 from ._runs import Run, Step
 from ._shielding import finish
 
-__all__ = ["WRITE_PRIMITIVES", "DriverPrimitives", "NestedKind"]
+__all__ = ["STORE_WRITE_PRIMITIVES", "WRITE_PRIMITIVES", "DriverPrimitives", "NestedKind"]
 
 NestedKind = Literal["tool_call", "reasoning"]
 """Which nested list of a message a lookup searches."""
@@ -48,27 +48,30 @@ def _unsupported(capability: str) -> CapabilityNotSupported:
     )
 
 
+STORE_WRITE_PRIMITIVES = (
+    "_insert_chat",
+    "_update_chat",
+    "_purge_chat",
+    "_insert_messages",
+    "_replace_message",
+    "_hide_messages",
+    "_delete_hot_messages",
+    "_restore_messages",
+    "_save_steps",
+    "_delete_hot_steps",
+    "_restore_steps",
+    "_delete_run_records",
+    "_insert_run",
+    "_replace_run",
+    "_commit_run",
+)
+"""The primitives that write records; each call is one store write (one atomic step).
+
+``threadkeep.testing.count_store_writes`` counts these.
+"""
+
 WRITE_PRIMITIVES = frozenset(
-    {
-        "_load_secret",
-        "_insert_chat",
-        "_update_chat",
-        "_purge_chat",
-        "_insert_messages",
-        "_replace_message",
-        "_hide_messages",
-        "_delete_hot_messages",
-        "_delete_archived_rows",
-        "_index_archived_ids",
-        "_restore_messages",
-        "_delete_hot_steps",
-        "_restore_steps",
-        "_save_steps",
-        "_delete_run_records",
-        "_insert_run",
-        "_replace_run",
-        "_commit_run",
-    }
+    {*STORE_WRITE_PRIMITIVES, "_load_secret", "_delete_archived_rows", "_index_archived_ids"}
 )
 """Primitives that write: each runs to its end even if the calling task is cancelled."""
 
@@ -97,13 +100,22 @@ def _run_whole(
 class DriverPrimitives(ABC):
     """Storage primitives; see the module docstring for the contract they share.
 
-    Every write primitive a driver defines (:data:`WRITE_PRIMITIVES`) is wrapped when the
-    driver class is created so that cancelling the caller never interrupts it half-way:
-    drivers get cancellation safety without writing it themselves.
+    A driver class that sets :attr:`shield_writes` gets every write primitive it defines
+    (:data:`WRITE_PRIMITIVES`) wrapped when the class is created, so that cancelling the
+    caller never interrupts it half-way: cancellation safety without writing it.
+    """
+
+    shield_writes: ClassVar[bool] = False
+    """Run write primitives to completion under cancellation (see :func:`_run_whole`).
+
+    Set it on drivers whose writes hold connections, locks or transactions across awaits
+    (SQL, MongoDB); a driver whose writes finish without yielding half-way needs nothing.
     """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if not cls.shield_writes:
+            return
         for name in WRITE_PRIMITIVES & set(vars(cls)):
             function = vars(cls)[name]
             if inspect.iscoroutinefunction(function) and not hasattr(

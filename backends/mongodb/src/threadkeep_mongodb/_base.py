@@ -131,6 +131,8 @@ async def _abort(session: AsyncClientSession) -> None:
 class MongoBase(StoreCore):
     """Connection state and the helpers the chat, message, run and archive parts share."""
 
+    shield_writes = True  # a cancelled write commits or aborts whole (issue 12)
+
     _client_or_none: AsyncMongoClient[Document] | None
     _cols_or_none: Collections | None
     _transactions: bool

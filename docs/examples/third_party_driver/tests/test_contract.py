@@ -15,7 +15,13 @@ from uuid import UUID
 
 import pytest
 from threadkeep import Store, open_store
-from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
+from threadkeep_contract_tests import (
+    DAMAGED_BODIES,
+    DAMAGED_TIMESTAMP,
+    RawChat,
+    RawMessage,
+    StoreContract,
+)
 
 from threadkeep_jsonl import LOG_NAME, JsonlStore
 
@@ -67,18 +73,10 @@ class TestJsonlStore(StoreContract):
             assert seq is not None
             row = tables.messages[tables.by_seq[(chat_id, seq)]]
         if damage == "timestamp" and kind == "message":
-            row["created_at"] = "not-a-date"
+            row["created_at"] = DAMAGED_TIMESTAMP
             return "created_at"
-        body = _DAMAGED_BODIES.get(damage)
+        body = DAMAGED_BODIES.get(damage)
         if body is None or kind == "chat":  # a chat row is its own body
             return None
         row["body"] = body
         return "body"
-
-
-_DAMAGED_BODIES: dict[str, Any] = {
-    "body_not_json": "not json {",
-    "body_not_object": "[1, 2]",
-    "body_wrong_types": '{"role": 5}',
-    "body_wrong_native_type": 42,
-}
