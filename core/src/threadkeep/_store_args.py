@@ -24,6 +24,7 @@ from ._errors import InvalidArgument
 from ._models import Chat, Message
 
 __all__ = [
+    "CHAT_KEYS",
     "as_aware",
     "as_count",
     "as_cutoff",
@@ -37,6 +38,7 @@ __all__ = [
     "as_positive_seconds",
     "as_str",
     "as_text",
+    "check_chat_keys",
     "check_store_options",
 ]
 
@@ -152,6 +154,31 @@ def as_optional_key(value: object, what: str) -> str | None:
         InvalidArgument: As :func:`as_key`.
     """
     return None if value is None else as_key(value, what)
+
+
+CHAT_KEYS = frozenset({"name", "agent_id", "channel", "tenant_id", "team_id"})
+"""Optional chat fields ``create_chat`` and ``update_chat`` check with :func:`check_chat_keys`."""
+_LABELS = frozenset({"name", "channel"})
+"""Descriptive text kept exactly (only its type is checked); the rest are ids."""
+
+
+def check_chat_keys(**values: object) -> dict[str, str | None]:
+    """Check a chat's optional ids and labels; ``None`` stays ``None``.
+
+    A ``name`` or ``channel`` is descriptive text, kept exactly like content (SPEC section
+    3, "Content fidelity": NUL, emoji and any other text round-trip), so only its type is
+    checked; ids (``agent_id``, ``tenant_id``, ``team_id``) must be clean (:func:`as_key`).
+
+    Raises:
+        InvalidArgument: If an id is not ``None`` or a clean, non-empty ``str``, or a label
+            is not ``None`` or a ``str``.
+    """
+    return {
+        key: (None if value is None else as_str(value, key))
+        if key in _LABELS
+        else as_optional_key(value, key)
+        for key, value in values.items()
+    }
 
 
 def as_str(value: object, what: str) -> str:

@@ -14,7 +14,7 @@ from ._corrupt import CorruptRow, collecting, window
 from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
 from ._models import Chat, ChatStatus, Message, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
-from ._store_args import as_aware, as_id, as_key, as_model, as_optional_key, as_str
+from ._store_args import CHAT_KEYS, as_aware, as_id, as_key, as_model, check_chat_keys
 from ._store_core import StoreCore
 
 __all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
@@ -22,29 +22,7 @@ __all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
 _MUTABLE_CHAT_FIELDS = frozenset(
     {"name", "agent_id", "channel", "tenant_id", "team_id", "share", "metadata"}
 )
-_KEY_FIELDS = frozenset({"name", "agent_id", "channel", "tenant_id", "team_id"})
-_LABEL_FIELDS = frozenset({"name", "channel"})
-"""Descriptive text kept exactly (only its type is checked); the rest are ids."""
 _CAS_ATTEMPTS = 16
-
-
-def _checked_keys(**values: object) -> dict[str, str | None]:
-    """Check optional ids and names with ``as_optional_key``; ``None`` stays ``None``.
-
-    A ``name`` or ``channel`` is descriptive text, kept exactly like content (SPEC section
-    3, "Content fidelity": NUL, emoji and any other text round-trip), so only its type is
-    checked; ids (``agent_id``, ``tenant_id``, ``team_id``) must be clean (``as_key``).
-
-    Raises:
-        InvalidArgument: If an id is not ``None`` or a clean, non-empty ``str``, or the
-            name is not ``None`` or a ``str``.
-    """
-    return {
-        key: (None if value is None else as_str(value, key))
-        if key in _LABEL_FIELDS
-        else as_optional_key(value, key)
-        for key, value in values.items()
-    }
 
 
 class ErasureReceipt(BaseModel):
@@ -179,7 +157,7 @@ class ChatOps(StoreCore):
             {
                 "user_id": as_key(user_id, "user_id"),
                 "thread_id": as_key(thread_id, "thread_id"),
-                **_checked_keys(
+                **check_chat_keys(
                     agent_id=agent_id,
                     channel=channel,
                     tenant_id=tenant_id,
@@ -277,7 +255,7 @@ class ChatOps(StoreCore):
         if unknown:
             msg = f"cannot change {sorted(unknown)}; changeable: {sorted(_MUTABLE_CHAT_FIELDS)}"
             raise InvalidArgument(msg)
-        changes.update(_checked_keys(**{k: v for k, v in changes.items() if k in _KEY_FIELDS}))
+        changes.update(check_chat_keys(**{k: v for k, v in changes.items() if k in CHAT_KEYS}))
         return await self._rewrite_chat(chat_id, changes, live=True)
 
     async def rename_chat(self, chat_id: UUID | str, name: str | None) -> Chat:
