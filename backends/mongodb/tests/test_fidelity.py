@@ -59,7 +59,7 @@ async def test_nul_and_unusual_text_round_trip(store: MongoStore) -> None:
     assert str(got.metadata["neg0"]) == "-0.0"
     assert got.tool_calls[0].arguments == message.tool_calls[0].arguments
     assert (await store.get_tool_call_by_agui_id(chat.chat_id, "c\x00")) is not None
-    assert (await store.find_chat("u-nul\x00", "t-nul\x00")) is not None
+    assert (await store.find_chat("u-nul", "t-nul")) is not None
     assert [c.name for c in (await store.list_chats(ChatFilter(keyword="A\x00M"))).items] == [
         "na\x00me"
     ]

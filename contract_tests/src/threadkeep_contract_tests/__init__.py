@@ -59,11 +59,11 @@ from ._services import require_service
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_plugin.py checks
+    "BackDoor",
     "DAMAGED_BODIES",
     "DAMAGED_TIMESTAMP",
     "DAMAGES",
-    "BackDoor",
     "RawChat",
     "RawMessage",
     "StoreContract",
