@@ -13,7 +13,13 @@ import pytest
 
 from threadkeep import Store
 from threadkeep._memory import MemoryStore
-from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
+from threadkeep_contract_tests import (
+    DAMAGED_BODIES,
+    DAMAGED_TIMESTAMP,
+    RawChat,
+    RawMessage,
+    StoreContract,
+)
 
 
 def _state_of(store: Store) -> Any:
@@ -47,3 +53,18 @@ class TestMemoryStore(StoreContract):
                 )
                 for m in rows
             ]
+
+    async def damage_row(
+        self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
+    ) -> str | None:
+        state = _state_of(store)
+        with state.lock:
+            chat = state.chats[chat_id]
+            row = chat if kind == "chat" else chat.messages[seq]
+            if damage.startswith("timestamp"):
+                if kind == "chat":
+                    return None
+                row.created_at = DAMAGED_TIMESTAMP if damage == "timestamp" else 12345
+                return "created_at"
+            row.body = DAMAGED_BODIES[damage]
+            return "body"

@@ -136,3 +136,18 @@ def test_opening_a_scheme_imports_only_the_plugin_that_serves_it():
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "", f"imported for memory://: {done.stdout.strip()}"
+
+
+@pytest.mark.parametrize(
+    "url", ["memory://\n", " memory://", "memory://x\x00", b"memory://", bytearray(b"memory://")]
+)
+def test_unclean_or_non_text_urls_are_invalid_argument(url: object) -> None:
+    """Issue 12: a URL read from a file with its newline, or bytes, opens no store."""
+    with pytest.raises(InvalidArgument):
+        open_store(url)  # type: ignore[arg-type]
+
+
+def test_an_unclean_configured_url_names_its_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("THREADKEEP_URL", "memory://\n")
+    with pytest.raises(InvalidArgument, match="THREADKEEP_URL"):
+        open_store()

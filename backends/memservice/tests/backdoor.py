@@ -99,3 +99,39 @@ async def raw_messages(store: MemServiceStore, chat_id: UUID) -> list[RawMessage
             )
         )
     return rows
+
+
+_DAMAGED_MESSAGES: dict[str, tuple[str, Any]] = {
+    "body_not_json": ("message", "not json {"),
+    "body_not_object": ("message", [1, 2]),
+    "body_wrong_types": ("message", {"role": 5}),
+    "body_wrong_native_type": ("message", 42),
+    "timestamp": ("cols.created_at", "not-a-date"),
+}
+
+
+async def damage_message(
+    store: MemServiceStore, chat_id: UUID, seq: int, damage: str
+) -> str | None:
+    """Write ``damage`` into the head event of message ``seq`` in the emulator's own state.
+
+    Returns the part a ``CorruptRecord`` names (``"body"`` or ``"cols"``), or ``None`` for
+    damage the service cannot hold (it keeps JSON, with no native types beyond it).
+    """
+    found = _DAMAGED_MESSAGES.get(damage)
+    if found is None:
+        return None
+    path, value = found
+    sessions = await store.service.list_sessions(
+        store.space_id, description_prefix=f"//chat/{chat_id}/", limit=1, include_deleted=True
+    )
+    state = store.service._spaces[store.space_id]
+    row = state.sessions[sessions[0].session_id]
+    event = row.events[row.by_seq[seq]]
+    body = json.loads(event.body_text)
+    if path == "message":
+        body["message"] = value
+    else:
+        body["cols"]["created_at"] = value
+    event.body_text = json.dumps(body)
+    return "body" if path == "message" else "cols"

@@ -23,7 +23,7 @@ from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 from threadkeep_memservice import MemServiceStore, locator_write_fault
 from threadkeep_memservice.emulator import FaultRule, NotFoundError, drop_named_service
 
-from .backdoor import raw_chats, raw_messages
+from .backdoor import damage_message, raw_chats, raw_messages
 
 FAULT_SEED = 2
 """Seed the fault table restarts from at every open: the n-th locator write after an open
@@ -63,6 +63,14 @@ class _MemServiceContract(StoreContract):
     async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
         assert isinstance(store, MemServiceStore)
         return await raw_messages(store, chat_id)
+
+    async def damage_row(
+        self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
+    ) -> str | None:
+        assert isinstance(store, MemServiceStore)
+        if kind == "chat" or seq is None:  # chats live in session metadata: not written here
+            return None
+        return await damage_message(store, chat_id, seq, damage)
 
 
 class TestMemServiceContract(_MemServiceContract):

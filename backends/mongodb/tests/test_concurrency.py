@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import pytest
@@ -38,6 +39,63 @@ async def test_fifty_concurrent_appends_get_distinct_increasing_seqs(
         assert len(set(seqs)) == 50
         assert await _walk_seqs(one, chat.chat_id) == seqs
         assert seqs == list(range(1, 51)), "transactions leave no gaps"
+
+
+_PROCESS_WRITER = """
+import asyncio, sys
+from uuid import UUID
+from threadkeep import Message
+from threadkeep_mongodb import MongoStore
+
+async def main(url, chat_id, name, writers):
+    async with MongoStore(url) as store:
+        async def one(n):
+            for k in range(8):
+                message = Message(role="user", content=f"{name}-{n}-{k}")
+                await store.append_message(UUID(chat_id), message)
+        await asyncio.gather(*(one(n) for n in range(writers)))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
+"""
+
+
+async def test_four_processes_of_thirteen_writers_never_conflict(
+    store: MongoStore, mongo_db: tuple[str, str]
+) -> None:
+    """Issue 12: 4 processes x 13 writers x 8 appends (416) on one chat all succeed."""
+    chat = await store.create_chat("u-conc", "t-processes")
+    url, _ = mongo_db
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _PROCESS_WRITER,
+            url,
+            str(chat.chat_id),
+            f"p{p}",
+            "13",
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for p in range(4)
+    ]
+    for proc in procs:
+        _, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()
+    seqs = await _walk_seqs(store, chat.chat_id)
+    assert seqs == list(range(1, 417)), "every append stored once, no gaps"
+
+
+async def test_fifty_writers_appending_repeatedly_never_conflict(store: MongoStore) -> None:
+    """Issue 12: 50 asyncio writers x 6 appends on one chat (300) all succeed."""
+    chat = await store.create_chat("u-conc", "t-300")
+
+    async def writer(n: int) -> None:
+        for k in range(6):
+            await store.append_message(chat.chat_id, Message(role="user", content=f"{n}-{k}"))
+
+    await asyncio.gather(*(writer(n) for n in range(50)))
+    seqs = await _walk_seqs(store, chat.chat_id)
+    assert seqs == list(range(1, 301))
 
 
 async def test_concurrent_batches_never_interleave(store: MongoStore) -> None:
@@ -82,9 +140,13 @@ async def test_batch_is_all_or_nothing_on_a_conflict(store: MongoStore, raw_db: 
 async def test_write_conflict_beyond_retries_is_a_conflict(
     store: MongoStore, mongo_server: str, mongo_db: tuple[str, str], monkeypatch: Any
 ) -> None:
-    """A transaction holding the chat document makes an append conflict; retries end."""
+    """A transaction holding the chat document makes an append conflict; retries end.
+
+    They end only after ``CONFLICT_RETRY_SECONDS`` (the server's transaction lifetime by
+    default): shortened here, since the holder below never lets go.
+    """
     chat = await store.create_chat("u-conc", "t-held")
-    monkeypatch.setattr(_base, "MAX_TRANSACTION_ATTEMPTS", 2)
+    monkeypatch.setattr(_base, "CONFLICT_RETRY_SECONDS", 0.3)
     client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
         mongo_server, uuidRepresentation="standard"
     )

@@ -58,6 +58,30 @@ class TestMongoContract(StoreContract):
             for doc in docs
         ]
 
+    async def damage_row(
+        self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
+    ) -> str | None:
+        damaged = _DAMAGED_FIELDS.get(damage)
+        if damaged is None:  # BSON has a type per field: no unparsable date text
+            return None
+        field, value = damaged
+        mongo = _mongo(store)
+        if kind == "chat":
+            await mongo._cols.chats.update_one({"_id": chat_id}, {"$set": {field: value}})
+        else:
+            query = {"chat_id": chat_id, "seq": seq}
+            await mongo._cols.messages.update_one(query, {"$set": {field: value}})
+        return "created_at" if field == "created_us" else "body"
+
+
+_DAMAGED_FIELDS: dict[str, tuple[str, Any]] = {
+    "body_not_json": ("body", "not json {"),
+    "body_not_object": ("body", "[1, 2]"),
+    "body_wrong_types": ("body", '{"role": 5}'),
+    "body_wrong_native_type": ("body", 42),
+    "timestamp_wrong_native_type": ("created_us", "not-a-date"),
+}
+
 
 class StandaloneMongoStore(MongoStore):
     """The store as a standalone server (no transactions) makes it: its class says so."""

@@ -28,6 +28,35 @@ MESSAGES_SQL = (
 )
 
 
+DAMAGED_BODIES = {
+    "body_not_json": "not json {",
+    "body_not_object": "[1, 2]",
+    "body_wrong_types": '{"role": 5}',
+}
+
+
+def damage_sql(kind: str, damage: str, placeholder: Callable[[int], str]) -> tuple[str, Any]:
+    """Return ``(UPDATE statement, value)`` writing ``damage`` (``None`` statement: unsupported)."""
+    table, where = (
+        ("chats", "chat_id = {0}")
+        if kind == "chat"
+        else (
+            "messages",
+            "chat_id = {0} AND seq = {1}",
+        )
+    )
+    column, value = (
+        ("created_at", "not-a-date")
+        if damage == "timestamp"
+        else (
+            "body",
+            DAMAGED_BODIES.get(damage),
+        )
+    )
+    sql = f"UPDATE {table} SET {column} = {placeholder(3)} WHERE {where}"
+    return sql.format(placeholder(1), placeholder(2)), value
+
+
 class TestSqliteContract(StoreContract):
     """SQLite file, one per test."""
 
@@ -49,6 +78,17 @@ class TestSqliteContract(StoreContract):
             RawMessage.from_body(body, chat_id=chat_id, seq=seq, hidden=bool(hidden))
             for body, seq, hidden in rows
         ]
+
+    async def damage_row(
+        self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
+    ) -> str | None:
+        sql, value = damage_sql(kind, damage, lambda n: f"?{n}")
+        if value is None:  # SQLite holds text anywhere; native-type damage is MongoDB's
+            return None
+        with closing(sqlite3.connect(self.path)) as conn:
+            conn.execute(sql, (chat_id.hex, seq, value))
+            conn.commit()
+        return "created_at" if damage == "timestamp" else "body"
 
 
 class TestPostgresContract(StoreContract):
@@ -82,3 +122,20 @@ class TestPostgresContract(StoreContract):
             RawMessage.from_body(body, chat_id=chat_id, seq=seq, hidden=hidden)
             for body, seq, hidden in rows
         ]
+
+    async def damage_row(
+        self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
+    ) -> str | None:
+        if damage == "timestamp":  # timestamptz cannot hold 'not-a-date'
+            return None
+        sql, value = damage_sql(kind, damage, lambda n: f"${n}")
+        if value is None:
+            return None
+        if kind == "chat":
+            sql = sql.replace("$3", "$2")
+        conn = await asyncpg.connect(self.dsn, server_settings={"search_path": self.schema})
+        try:
+            await conn.execute(sql, chat_id, *(() if kind == "chat" else (seq,)), value)
+        finally:
+            await conn.close()
+        return "body"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -145,22 +147,42 @@ async def test_aliases_open_the_same_drivers(tmp_path: Path) -> None:
         await store.open()
 
 
-async def test_a_killed_postgres_connection_fails_once_then_recovers(pg_schema) -> None:
-    url, schema = pg_schema
-    async with SqlStore(url, schema=schema, pool_size=1) as store:
-        chat = await store.create_chat("u", "t")
-        async with store.db.read() as conn:
-            pid = (await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one()
-        killer = await asyncpg.connect(
-            make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-        )
-        try:
+async def _backend_pids(store: SqlStore) -> set[int]:
+    """The server pids of the store's held connections and of one pooled transaction one."""
+    pids = {held[1].get_server_pid() for held in store.db._held}
+    async with store.db.transaction() as conn:
+        pids.add((await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one())
+    return pids
+
+
+async def _terminate(url: str, pids: set[int]) -> None:
+    killer = await asyncpg.connect(
+        make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    )
+    try:
+        for pid in pids:
             assert await killer.fetchval("SELECT pg_terminate_backend($1)", pid)
-        finally:
-            await killer.close()
-        with pytest.raises(BackendUnavailable):
-            await store.get_chat(chat.chat_id)
-        assert (await store.get_chat(chat.chat_id)).chat_id == chat.chat_id
+    finally:
+        await killer.close()
+
+
+async def test_killed_idle_postgres_connections_are_replaced_unseen(
+    pg_schema, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 12: after the server kills the pooled connections, the next write and read
+    succeed (no ``BackendUnavailable``), and asyncio logs nothing."""
+    url, schema = pg_schema
+    async with SqlStore(url, schema=schema, pool_size=2) as store:
+        chat = await store.create_chat("u", "t")
+        for round_ in range(3):
+            await _terminate(url, await _backend_pids(store))
+            await asyncio.sleep(0.2)  # idle: the server's goodbye reaches the event loop
+            with caplog.at_level(logging.ERROR, logger="asyncio"):
+                await store.append_message(chat.chat_id, Message(role="user", content=f"{round_}"))
+                await store.update_chat(chat.chat_id, name=f"n{round_}")
+                assert (await store.get_chat(chat.chat_id)).name == f"n{round_}"
+                assert len((await store.list_messages(chat.chat_id)).items) == round_ + 1
+            assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
 
 
 async def test_a_missing_postgres_schema_is_a_clear_error(pg_schema) -> None:

@@ -11,7 +11,8 @@ from threadkeep_sql._schema import messages
 
 
 async def test_nul_characters_round_trip_exactly(store: SqlStore) -> None:
-    chat = await store.create_chat("u\x00ser", "thread\x00", name="n\x00me")
+    # Ids with control characters are refused (issue 12); names and content keep NUL.
+    chat = await store.create_chat("user", "thread", name="n\x00me")
     content = "a\x00b\x00\x00c \u4e2d\u6587 \U0001f600 \x01\x1f"
     call = ToolCall(name="f\x00", arguments='{"x": "\\u0000", "y": "\x00"}')
     stored = await store.append_message(
@@ -25,7 +26,7 @@ async def test_nul_characters_round_trip_exactly(store: SqlStore) -> None:
     assert read.tool_calls[0].arguments == call.arguments
     assert read.metadata == {"k\x00": "\x00"}
     again = await store.get_chat(chat.chat_id)
-    assert (again.user_id, again.thread_id, again.name) == ("u\x00ser", "thread\x00", "n\x00me")
+    assert (again.user_id, again.thread_id, again.name) == ("user", "thread", "n\x00me")
 
 
 async def test_16_mib_body_round_trips_exactly(store: SqlStore) -> None:

@@ -20,7 +20,7 @@ from pydantic import Field, PrivateAttr, ValidationError, field_validator, model
 
 from threadkeep import (
     Chat,
-    InvalidArgument,
+    CorruptRecord,
     Message,
     Reasoning,
     Store,
@@ -168,16 +168,21 @@ def test_a_large_page_is_validated_body_by_body() -> None:
         same(built, general(Message, row[6], columns_of(row)))
 
 
-def test_bad_bodies_raise_what_they_raised_before() -> None:
+def test_bad_bodies_raise_corrupt_record() -> None:
+    """Damaged rows are ``CorruptRecord`` naming the column, never a raw error (issue 12)."""
     store = open_store("memory://")
     (row,) = rows_of(Message, [Message(role="user")])
     bad = (*row[:6], '{"role": "nobody"}', "fp")
-    with pytest.raises(ValidationError):
+    with pytest.raises(CorruptRecord, match="does not validate") as caught:
         store.messages_from_rows([row, bad])
-    with pytest.raises(json.JSONDecodeError):
+    assert caught.value.column == "body"
+    assert isinstance(caught.value.__cause__, ValidationError)
+    with pytest.raises(CorruptRecord, match="is not JSON") as caught:
         store.messages_from_rows([row, (*row[:6], "{not json", "fp")])
-    with pytest.raises(InvalidArgument):
+    assert isinstance(caught.value.__cause__, json.JSONDecodeError)
+    with pytest.raises(CorruptRecord) as caught:
         store.records_from_rows(Chat, ("seq",), [(1, '{"user_id": ""}')])
+    assert (caught.value.kind, caught.value.seq) == ("chat", 1)
 
 
 def test_chat_pages_equal_the_general_path() -> None:

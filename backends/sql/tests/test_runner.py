@@ -21,18 +21,17 @@ ODD = "a\x00b\\0c\\"
 
 
 async def test_key_columns_escape_on_the_way_in_and_out(store: SqlStore) -> None:
-    chat = await store.create_chat(ODD, "t")
-    await store.create_chat("a", "t")
-    stmt = sa.select(chats.c.user_id, chats.c.chat_id).where(
-        chats.c.user_id == sa.bindparam("user_id")
-    )
+    # Ids refuse control characters (issue 12); a name is a key column that keeps them.
+    chat = await store.create_chat("u", "t", name=ODD)
+    await store.create_chat("u", "t2", name="a")
+    stmt = sa.select(chats.c.name, chats.c.chat_id).where(chats.c.name == sa.bindparam("user_id"))
     async with store.db.runner() as run:
         if store.db.dialect == "postgresql":
             assert isinstance(run, PgRunner)
         rows = await run.all(stmt, {"user_id": ODD})
         first = await run.first(stmt, {"user_id": ODD})
         value = await run.scalar(stmt, {"user_id": ODD})
-        stored = await run.scalar(sa.text("SELECT user_id FROM chats WHERE user_id <> 'a'"))
+        stored = await run.scalar(sa.text("SELECT name FROM chats WHERE name <> 'a'"))
     assert [tuple(row) for row in rows] == [(ODD, chat.chat_id)]
     assert first is not None
     assert tuple(first) == (ODD, chat.chat_id)

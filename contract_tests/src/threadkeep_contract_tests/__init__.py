@@ -53,14 +53,18 @@ outcomes that ``python -m threadkeep_contract_tests.matrix`` turns into
 
 from ._base import StoreFactory, require_capability
 from ._contract import StoreContract
+from ._corrupt_rows import DAMAGED_BODIES, DAMAGED_TIMESTAMP, DAMAGES
 from ._helpers import require_realdata
 from ._raw import BackDoor, RawChat, RawMessage
 from ._services import require_service
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_plugin.py checks
     "BackDoor",
+    "DAMAGED_BODIES",
+    "DAMAGED_TIMESTAMP",
+    "DAMAGES",
     "RawChat",
     "RawMessage",
     "StoreContract",

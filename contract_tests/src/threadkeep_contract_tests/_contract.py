@@ -8,12 +8,14 @@ from ._boundaries import BoundaryTests
 from ._bulk import BulkLoadTests
 from ._capabilities import CapabilityTests
 from ._content import ContentTests
+from ._corrupt_rows import CorruptRowTests
 from ._deletion import DeletionTests
 from ._idempotency import IdempotencyTests
 from ._nested import NestedTests
 from ._ordering import OrderingTests
 from ._pages import PageTests
 from ._property import StateMachineTests
+from ._reliability import ReliabilityTests
 from ._steps import StepTests
 from ._time import TimeTests
 from ._writers import ConcurrentWriterTests
@@ -36,6 +38,8 @@ class StoreContract(
     ArchiveTests,
     ArgumentTests,
     CapabilityTests,
+    CorruptRowTests,
+    ReliabilityTests,
     StateMachineTests,
 ):
     """The whole threadkeep store contract (SPEC section 3) as one pytest base class.
@@ -50,6 +54,12 @@ class StoreContract(
     * ``async def raw_chats(self, store) -> list[RawChat]`` and
       ``async def raw_messages(self, store, chat_id) -> list[RawMessage]``: the back door,
       reading what is stored without the store's own read path.
+
+    Optionally implement the back-door write ``async def damage_row(self, store, kind,
+    chat_id, seq, damage) -> str | None`` (see ``BackDoor``): it damages one stored row the
+    way ``damage`` names (a key of ``DAMAGES``) and returns the column the error must name,
+    or ``None`` when the backend cannot hold that damage. Without it the corrupt-row tests
+    skip, naming it.
 
     Optionally set ``known_divergences = {"test_name": "why"}``: those tests run as strict
     xfails, so fixing the driver makes the run fail until the entry is removed.
@@ -75,6 +85,8 @@ AREA_MIXINS: tuple[type, ...] = (
     ArchiveTests,
     ArgumentTests,
     CapabilityTests,
+    CorruptRowTests,
+    ReliabilityTests,
     StateMachineTests,
 )
 """The mixin classes, one per contract area, in the order the matrix lists them."""

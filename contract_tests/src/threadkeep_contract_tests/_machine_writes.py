@@ -6,6 +6,7 @@ from collections.abc import Coroutine
 from typing import Any
 from uuid import UUID, uuid4
 
+import pytest
 from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
@@ -49,6 +50,11 @@ class WriteRules(MachineBase):
             f"create_chat({user!r}, {thread!r}, tenant={tenant!r}) "
             f"-> {live.label if live else 'new'}"
         )
+        if live is not None and tenant is not None and live.tenant_id != tenant:
+            # Another tenant's live chat is never handed out (issue 12).
+            with pytest.raises(Conflict):
+                self.run(self.store.create_chat(user, thread, tenant_id=tenant, name=name))
+            return
         chat = self.run(self.store.create_chat(user, thread, tenant_id=tenant, name=name))
         assert_utc(chat.created_at, "chat.created_at")
         assert chat.deleted_at is None

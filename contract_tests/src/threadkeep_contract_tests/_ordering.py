@@ -13,6 +13,7 @@ import pytest
 from threadkeep import (
     Capabilities,
     ChatNotFound,
+    Conflict,
     IdempotencyConflict,
     Message,
     PayloadTooLarge,
@@ -139,9 +140,11 @@ class OrderingTests(ContractBase):
     async def test_create_returns_the_live_chat_unchanged(self, store: Store) -> None:
         """Creating an existing key returns the stored chat; other arguments are ignored."""
         first = await store.create_chat("u-same", "t-same", name="original", tenant_id="a")
-        again = await store.create_chat("u-same", "t-same", name="other", tenant_id="b")
+        again = await store.create_chat("u-same", "t-same", name="other", tenant_id="a")
         assert again.chat_id == first.chat_id
         assert (again.name, again.tenant_id) == ("original", "a")
+        with pytest.raises(Conflict):  # another tenant's chat is never handed out (issue 12)
+            await store.create_chat("u-same", "t-same", name="other", tenant_id="b")
         other_thread = await store.create_chat("u-same", "t-other")
         other_user = await store.create_chat("u-other", "t-same")
         assert len({first.chat_id, other_thread.chat_id, other_user.chat_id}) == 3

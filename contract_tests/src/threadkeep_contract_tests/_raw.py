@@ -142,6 +142,12 @@ class BackDoor(Protocol):
         """Return every message row stored for the chat (hidden ones included), any order."""
         ...
 
+    # Optional, for the corrupt-row tests (``_corrupt_rows.py``):
+    # ``async def damage_row(self, store, kind, chat_id, seq, damage) -> str | None`` writes
+    # damage straight into the backend: ``kind`` is "message" (the row of ``seq``) or
+    # "chat" (``seq`` is None), ``damage`` a key of ``_corrupt_rows.DAMAGES``. It returns the
+    # column (document field) a ``CorruptRecord`` must name, or None if the backend cannot
+    # hold that damage.
     # Optional, for drivers with ``strong_uuid_lookup=False`` (not part of the Protocol's
     # required surface): ``async def lookup_may_miss(self, store, kind, item_id) -> bool``
     # returns True when the driver's index entry for the record is really absent (a lost

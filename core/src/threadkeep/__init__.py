@@ -23,7 +23,8 @@ from ._archive import (
     open_archiver,
 )
 from ._capabilities import Capabilities
-from ._content import DEFAULT_MAX_MESSAGE_BYTES, PreparedMessage
+from ._content import DEFAULT_MAX_MESSAGE_BYTES, MAX_NESTING_DEPTH, PreparedMessage
+from ._corrupt import CorruptRow, Unreadable, rebuilt_each, skip_damaged
 from ._cursor import CursorCodec
 from ._dedup import (
     DEDUPLICATION_KEY_LENGTH,
@@ -40,6 +41,7 @@ from ._errors import (
     CapabilityNotSupported,
     ChatNotFound,
     Conflict,
+    CorruptRecord,
     IdempotencyConflict,
     InvalidArgument,
     InvalidContent,
@@ -99,6 +101,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_PAGE_LIMIT",
     "DEFAULT_URL",
+    "MAX_NESTING_DEPTH",
     "MAX_PAGE_LIMIT",
     "ActionPart",
     "ArchiveError",
@@ -115,6 +118,8 @@ __all__ = [
     "ChatNotFound",
     "ChatStatus",
     "Conflict",
+    "CorruptRecord",
+    "CorruptRow",
     "CursorCodec",
     "CustomPart",
     "DriverPrimitives",
@@ -158,6 +163,7 @@ __all__ = [
     "ThreadkeepError",
     "ToolCall",
     "UnknownDriver",
+    "Unreadable",
     "Viewer",
     "__version__",
     "as_utc",
@@ -171,8 +177,10 @@ __all__ = [
     "open_archiver",
     "open_store",
     "participant_id",
+    "rebuilt_each",
     "register_observer",
     "session_deduplication_key",
+    "skip_damaged",
     "trim_orphan_tool_results",
     "unregister_observer",
 ]

@@ -26,6 +26,7 @@ from ._models import Message
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "ENVELOPE_ALLOWANCE_BYTES",
+    "MAX_NESTING_DEPTH",
     "STORE_ASSIGNED_MESSAGE_FIELDS",
     "PreparedMessage",
     "check_content",
@@ -55,6 +56,22 @@ STORE_ASSIGNED_MESSAGE_FIELDS = frozenset(
     {"chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at"}
 )
 """Message fields kept in columns, never in the body."""
+
+MAX_NESTING_DEPTH = 64
+"""Deepest nesting of containers a record may hold, counted from the record itself.
+
+A model, mapping, list, tuple or set is one level. Deeper content is refused with
+``InvalidContent`` before anything else walks it: the checks here, pydantic's serializer
+(which gives up near 500 levels), pydantic-core's JSON parser (about 200 levels) and
+Python's ``json`` module (the interpreter's recursion limit) all recurse, and MongoDB
+refuses documents nested over 100 levels, so a bound below all of them keeps every
+stored record writable and readable on every backend.
+"""
+
+_DEPTH_PROBLEM = (
+    f"is nested more than {MAX_NESTING_DEPTH} levels deep (the limit, MAX_NESTING_DEPTH); "
+    "flatten it or store it as a JSON string"
+)
 
 _ID_FIELDS = frozenset({"message_id", "tool_call_id", "reasoning_id"})
 
@@ -91,6 +108,7 @@ def dump_json(value: Any) -> str:
 
 
 _LEAF_TYPES = frozenset({str, int, bool, type(None), UUID, datetime})
+_CONTAINERS = (BaseModel, Mapping, list, tuple, set, frozenset)
 
 
 def _children(value: Any) -> Any:
@@ -105,16 +123,22 @@ def _children(value: Any) -> Any:
     return ()
 
 
-def _non_finite_path(value: Any) -> list[object] | None:
-    """Return the keys leading to the first NaN or infinite float in ``value``, or ``None``."""
+def _non_finite_path(value: Any, depth: int = 0) -> list[object] | None:
+    """Return the keys leading to the first NaN or infinite float in ``value``, or ``None``.
+
+    Raises:
+        InvalidContent: If ``value`` is nested more than :data:`MAX_NESTING_DEPTH` deep.
+    """
     if type(value) in _LEAF_TYPES:
         return None
     if isinstance(value, float):
         return None if math.isfinite(value) else []
+    if depth >= MAX_NESTING_DEPTH and isinstance(value, _CONTAINERS):
+        raise InvalidContent(f"content {_DEPTH_PROBLEM}")
     for key, item in _children(value):
         if isinstance(key, float) and not math.isfinite(key):
             return [key]
-        found = _non_finite_path(item)
+        found = _non_finite_path(item, depth + 1)
         if found is not None:
             return [key, *found]
     return None
@@ -133,7 +157,8 @@ def check_finite(value: Any, what: str) -> None:
         what: The record's name, the start of the path in the message.
 
     Raises:
-        InvalidContent: Naming the path of the first NaN or infinite value.
+        InvalidContent: Naming the path of the first NaN or infinite value, or if
+            ``value`` is nested deeper than :data:`MAX_NESTING_DEPTH`.
     """
     keys = _non_finite_path(value)
     if keys is not None:
@@ -171,10 +196,16 @@ _CLEAN_TYPES = frozenset({int, bool, type(None), UUID, datetime})
 """Types that can hold neither a surrogate nor a non-finite float (checked by ``type is``)."""
 
 
-def _content_problem(value: Any) -> tuple[list[object], str] | None:
-    """Return the keys leading to the first value no store can keep exactly, and why."""
+def _content_problem(value: Any, depth: int = 0) -> tuple[list[object], str] | None:
+    """Return the keys leading to the first value no store can keep exactly, and why.
+
+    The walk goes at most :data:`MAX_NESTING_DEPTH` levels down: a container deeper than
+    that is the problem itself, so no input can exhaust the interpreter's stack here.
+    """
     if isinstance(value, str | float) or _is_clean(value):
         return _leaf_problem(value)
+    if depth >= MAX_NESTING_DEPTH and isinstance(value, _CONTAINERS):
+        return [], _DEPTH_PROBLEM
     for key, item in _children(value):
         if not _is_clean(key):
             if isinstance(key, str) and (at := _surrogate_at(key)) is not None:
@@ -183,7 +214,7 @@ def _content_problem(value: Any) -> tuple[list[object], str] | None:
                 return [], f"has a key that {_NON_FINITE}"
         if _is_clean(item):
             continue  # the common leaves, without a call (imports check every record)
-        found = _content_problem(item)
+        found = _content_problem(item, depth + 1)
         if found is not None:
             return [key, *found[0]], found[1]
     return None
@@ -213,7 +244,7 @@ def check_content(value: Any, what: str) -> None:
     NaN and infinite floats (JSON has no form for them: they would read back as
     ``null``) and lone UTF-16 surrogates (they have no UTF-8 form), in values and in
     mapping keys, anywhere inside a record: models are searched through their fields and
-    extra fields.
+    extra fields. Containers nested deeper than :data:`MAX_NESTING_DEPTH` are refused too.
 
     Args:
         value: A model, mapping, list or scalar.
@@ -226,7 +257,7 @@ def check_content(value: Any, what: str) -> None:
     found = _content_problem(value)
     if found is not None:
         keys, problem = found
-        hint = "" if problem == _NON_FINITE else f"; {_REPLACE}"
+        hint = "" if problem in (_NON_FINITE, _DEPTH_PROBLEM) else f"; {_REPLACE}"
         raise InvalidContent(f"{_path(what, keys)} {problem}{hint}")
 
 

@@ -15,10 +15,12 @@ driver implements only the chat and message primitives.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Any, ClassVar, Literal
 from uuid import UUID
 
 from ._content import STORE_ASSIGNED_MESSAGE_FIELDS, PreparedMessage, message_fingerprint
@@ -26,8 +28,9 @@ from ._errors import CapabilityNotSupported, IdempotencyConflict
 from ._models import Chat, ChatStatus, Message
 from ._paging import ChatFilter, MessageFilter
 from ._runs import Run, Step
+from ._shielding import finish
 
-__all__ = ["DriverPrimitives", "NestedKind"]
+__all__ = ["STORE_WRITE_PRIMITIVES", "WRITE_PRIMITIVES", "DriverPrimitives", "NestedKind"]
 
 NestedKind = Literal["tool_call", "reasoning"]
 """Which nested list of a message a lookup searches."""
@@ -45,8 +48,80 @@ def _unsupported(capability: str) -> CapabilityNotSupported:
     )
 
 
+STORE_WRITE_PRIMITIVES = (
+    "_insert_chat",
+    "_update_chat",
+    "_purge_chat",
+    "_insert_messages",
+    "_replace_message",
+    "_hide_messages",
+    "_delete_hot_messages",
+    "_restore_messages",
+    "_save_steps",
+    "_delete_hot_steps",
+    "_restore_steps",
+    "_delete_run_records",
+    "_insert_run",
+    "_replace_run",
+    "_commit_run",
+)
+"""The primitives that write records; each call is one store write (one atomic step).
+
+``threadkeep.testing.count_store_writes`` counts these.
+"""
+
+WRITE_PRIMITIVES = frozenset(
+    {*STORE_WRITE_PRIMITIVES, "_load_secret", "_delete_archived_rows", "_index_archived_ids"}
+)
+"""Primitives that write: each runs to its end even if the calling task is cancelled."""
+
+
+def _run_whole(
+    primitive: Callable[..., Coroutine[Any, Any, Any]],
+) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """Wrap a write primitive so a cancellation is delivered only after it has finished.
+
+    A write cancelled at an arbitrary await (``asyncio.wait_for``, a client gone away) would
+    otherwise leave what the driver was doing half-done: SQLite's ``BEGIN IMMEDIATE`` held
+    by a connection nobody owns (every later write fails ``database is locked``), a
+    transaction open, a connection checked out (issue 12). Run as a shielded task, the
+    write commits or rolls back as a whole and releases everything; then the caller's
+    ``CancelledError`` is raised (``asyncio.wait_for`` still times out).
+    """
+
+    @functools.wraps(primitive)
+    async def whole(*args: Any, **kwargs: Any) -> Any:
+        return await finish(primitive(*args, **kwargs))
+
+    whole.__threadkeep_whole__ = True  # type: ignore[attr-defined]
+    return whole
+
+
 class DriverPrimitives(ABC):
-    """Storage primitives; see the module docstring for the contract they share."""
+    """Storage primitives; see the module docstring for the contract they share.
+
+    A driver class that sets :attr:`shield_writes` gets every write primitive it defines
+    (:data:`WRITE_PRIMITIVES`) wrapped when the class is created, so that cancelling the
+    caller never interrupts it half-way: cancellation safety without writing it.
+    """
+
+    shield_writes: ClassVar[bool] = False
+    """Run write primitives to completion under cancellation (see :func:`_run_whole`).
+
+    Set it on drivers whose writes hold connections, locks or transactions across awaits
+    (SQL, MongoDB); a driver whose writes finish without yielding half-way needs nothing.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not cls.shield_writes:
+            return
+        for name in WRITE_PRIMITIVES & set(vars(cls)):
+            function = vars(cls)[name]
+            if inspect.iscoroutinefunction(function) and not hasattr(
+                function, "__threadkeep_whole__"
+            ):
+                setattr(cls, name, _run_whole(function))
 
     # -- lifecycle ---------------------------------------------------------------------
 

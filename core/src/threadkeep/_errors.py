@@ -17,6 +17,7 @@ with ``raise ... from exc``, so callers never need to import a driver's exceptio
     ├── Conflict
     │   └── IdempotencyConflict
     ├── BackendUnavailable
+    ├── CorruptRecord                (a stored row no longer reads as a record)
     ├── ArchiveError
     │   └── ArchiveIntegrityError
     ├── UnknownDriver
@@ -28,6 +29,8 @@ Each message says what was wrong and what to do about it.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ArchiveError",
     "ArchiveIntegrityError",
@@ -35,6 +38,7 @@ __all__ = [
     "CapabilityNotSupported",
     "ChatNotFound",
     "Conflict",
+    "CorruptRecord",
     "IdempotencyConflict",
     "InvalidArgument",
     "InvalidContent",
@@ -108,6 +112,57 @@ class IdempotencyConflict(Conflict):
 
 class BackendUnavailable(ThreadkeepError):
     """The storage backend could not be reached or failed; the operation may be retried."""
+
+
+class CorruptRecord(ThreadkeepError):
+    """A stored row does not read back as a record: damaged outside threadkeep.
+
+    Raised by every read that meets the row (pages, single reads, previews, chat lists,
+    archive bundles) instead of a raw ``JSONDecodeError``, pydantic ``ValidationError``,
+    ``ValueError`` or ``TypeError``; other rows and other chats are unaffected. Open the
+    store with ``corrupt_records="skip"`` to read pages past it (the page lists what it
+    left out in ``Page.corrupt``), and run ``threadkeep check`` to list every damaged row.
+
+    Attributes:
+        kind: What the row holds: ``"message"``, ``"chat"``, ``"step"`` or ``"run"``.
+        chat_id: The chat the row belongs to, when known (``None`` if unreadable too).
+        seq: The row's ``seq`` (messages, chats, steps), when known.
+        column: The column (or document field) that does not read: ``"body"``,
+            ``"created_at"``...
+        detail: What is wrong with it, in words.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        chat_id: object,
+        seq: object,
+        column: str,
+        detail: str,
+    ) -> None:
+        self.kind = kind
+        self.chat_id = chat_id
+        self.seq = seq
+        self.column = column
+        self.detail = detail
+        super().__init__(
+            f"stored {kind} of chat {chat_id} at seq {seq} is damaged: column {column!r} "
+            f"{detail}; the row was changed outside threadkeep (run `threadkeep check` to "
+            "list every damaged row, or open the store with corrupt_records='skip')"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across processes
+        return (
+            _rebuild_corrupt,
+            (self.kind, self.chat_id, self.seq, self.column, self.detail),
+        )
+
+
+def _rebuild_corrupt(
+    kind: str, chat_id: object, seq: object, column: str, detail: str
+) -> CorruptRecord:
+    return CorruptRecord(kind, chat_id=chat_id, seq=seq, column=column, detail=detail)
 
 
 class ArchiveError(ThreadkeepError):

@@ -6,6 +6,7 @@ from typing import Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._corrupt import CorruptRow
 from ._models import ChatStatus, MessageKind, Role, UTCDateTime
 
 __all__ = [
@@ -38,6 +39,8 @@ class Page(BaseModel, Generic[T]):
     items: list[T]
     next_cursor: str | None = None
     has_more: bool = False
+    corrupt: list[CorruptRow] = Field(default_factory=list)
+    """Damaged rows this page left out (only on a ``corrupt_records="skip"`` store)."""
 
 
 class Viewer(BaseModel):

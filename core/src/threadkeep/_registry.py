@@ -17,6 +17,7 @@ from ._cursor import CursorCodec
 from ._errors import InvalidArgument, UnknownDriver
 from ._plugins import plugin_manager
 from ._settings import load_settings, setting_source
+from ._store_args import as_key
 
 if TYPE_CHECKING:
     from ._store import Store
@@ -224,9 +225,19 @@ def open_store(url: str | None = None, **options: Any) -> Store:
 
     Raises:
         UnknownDriver: If no installed driver serves the URL's scheme.
-        InvalidArgument: If the URL or an option is invalid.
+        InvalidArgument: If the URL or an option is invalid, or the URL (given or
+            configured) is not a ``str``, is empty, has surrounding whitespace or holds a
+            control character (a URL read from a file with its newline must not open a
+            different store than the one meant).
     """
+    if url is not None and url != "":  # "" is "not a URL", below
+        as_key(url, "url")
     settings = load_settings(url=url)
+    if url is None and settings.url:
+        try:
+            as_key(settings.url, "url")
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"{exc} (from {setting_source('url')})") from None
     if options.get("cursor_secret") is None and settings.cursor_secret:
         _check_cursor_secret(settings.cursor_secret, setting_source("cursor_secret"))
         options["cursor_secret"] = settings.cursor_secret

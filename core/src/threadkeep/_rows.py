@@ -105,7 +105,7 @@ def from_json(
         return None
     try:
         record = model.model_validate_json(body)
-    except ValidationError:
+    except (ValidationError, RecursionError):
         return None
     record.__dict__.update(columns)
     record.__pydantic_fields_set__.update(names)
@@ -149,7 +149,9 @@ def page_from_json(
             records = _list_adapter(model).validate_json("[" + ",".join(bodies) + "]")
         else:  # no second copy of large bodies
             records = [model.model_validate_json(body) for body in bodies]
-    except ValidationError:
+    except (ValidationError, RecursionError):
+        return None
+    if len(records) != len(rows):  # a damaged body like '{..},{..}' split in the array
         return None
     for record, values in zip(records, zip(*checked, strict=True), strict=True):
         record.__dict__.update(zip(names, values, strict=True))

@@ -10,6 +10,7 @@ drivers only ever see ``UUID`` objects.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from enum import Enum
@@ -23,6 +24,7 @@ from ._errors import InvalidArgument
 from ._models import Chat, Message
 
 __all__ = [
+    "CHAT_KEYS",
     "as_aware",
     "as_count",
     "as_cutoff",
@@ -30,10 +32,13 @@ __all__ = [
     "as_id",
     "as_ids",
     "as_items",
+    "as_key",
     "as_model",
+    "as_optional_key",
     "as_positive_seconds",
     "as_str",
     "as_text",
+    "check_chat_keys",
     "check_store_options",
 ]
 
@@ -106,6 +111,74 @@ def as_text(value: object, what: str) -> str:
     if isinstance(value, str):
         raise InvalidArgument(f"{what} must not be empty")
     raise InvalidArgument(f"{what} must be a str, not {type(value).__name__}")
+
+
+def _control_at(text: str) -> int | None:
+    """Return the position of the first control or line-separator character, or ``None``."""
+    for at, char in enumerate(text):
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            return at
+    return None
+
+
+def as_key(value: object, what: str) -> str:
+    r"""Return ``value`` if it is usable as an identifier or name: clean, non-empty ``str``.
+
+    Identity is compared byte for byte (SPEC section 2, "Identity"), so text that only
+    looks equal must not be accepted: ``b"u"`` is not ``"u"``, and ``" u"``, ``"u\n"`` or
+    ``"u\x00"`` would create a second user that no one can type.
+
+    Args:
+        value: The candidate (``user_id``, ``thread_id``, ``tenant_id``, a chat name...).
+        what: The argument's name, for the error message.
+
+    Raises:
+        InvalidArgument: If it is not a ``str`` (bytes included), is empty, has leading or
+            trailing whitespace, or holds a control character (Unicode category ``Cc``)
+            or a line or paragraph separator.
+    """
+    text = as_text(value, what)
+    if text != text.strip():
+        raise InvalidArgument(f"{what} has leading or trailing whitespace: {_shown(text)}")
+    at = _control_at(text)
+    if at is not None:
+        msg = f"{what} holds a control character at position {at}: {_shown(text)}"
+        raise InvalidArgument(msg)
+    return text
+
+
+def as_optional_key(value: object, what: str) -> str | None:
+    """Return ``None`` as it is, else :func:`as_key` of ``value``.
+
+    Raises:
+        InvalidArgument: As :func:`as_key`.
+    """
+    return None if value is None else as_key(value, what)
+
+
+CHAT_KEYS = frozenset({"name", "agent_id", "channel", "tenant_id", "team_id"})
+"""Optional chat fields ``create_chat`` and ``update_chat`` check with :func:`check_chat_keys`."""
+_LABELS = frozenset({"name", "channel"})
+"""Descriptive text kept exactly (only its type is checked); the rest are ids."""
+
+
+def check_chat_keys(**values: object) -> dict[str, str | None]:
+    """Check a chat's optional ids and labels; ``None`` stays ``None``.
+
+    A ``name`` or ``channel`` is descriptive text, kept exactly like content (SPEC section
+    3, "Content fidelity": NUL, emoji and any other text round-trip), so only its type is
+    checked; ids (``agent_id``, ``tenant_id``, ``team_id``) must be clean (:func:`as_key`).
+
+    Raises:
+        InvalidArgument: If an id is not ``None`` or a clean, non-empty ``str``, or a label
+            is not ``None`` or a ``str``.
+    """
+    return {
+        key: (None if value is None else as_str(value, key))
+        if key in _LABELS
+        else as_optional_key(value, key)
+        for key, value in values.items()
+    }
 
 
 def as_str(value: object, what: str) -> str:

@@ -10,10 +10,11 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from ._content import validate_model
+from ._corrupt import CorruptRow, collecting, window
 from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
-from ._models import Chat, ChatStatus, Share
+from ._models import Chat, ChatStatus, Message, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
-from ._store_args import as_aware, as_id, as_model, as_text
+from ._store_args import CHAT_KEYS, as_aware, as_id, as_key, as_model, check_chat_keys
 from ._store_core import StoreCore
 
 __all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
@@ -50,8 +51,16 @@ class ErasureReceipt(BaseModel):
 M = TypeVar("M", bound=BaseModel)
 
 
-def page_of(model: type[M], items: list[M], next_cursor: str | None, has_more: bool) -> Page[M]:
+def page_of(
+    model: type[M],
+    items: list[M],
+    next_cursor: str | None,
+    has_more: bool,
+    corrupt: list[CorruptRow] | None = None,
+) -> Page[M]:
     """Return ``Page[model]`` of ``items`` (already instances: built without re-checking them).
+
+    ``corrupt`` lists the damaged rows a ``corrupt_records="skip"`` read left out.
 
     Validating the page would only check each item's class (``revalidate_instances`` is
     ``never``), so when they all are ``model`` instances the page is assembled directly;
@@ -60,12 +69,19 @@ def page_of(model: type[M], items: list[M], next_cursor: str | None, has_more: b
     page_type = _PAGE_TYPES.get(model)
     if page_type is None:
         page_type = _PAGE_TYPES[model] = Page[model]  # type: ignore[valid-type]
+    extra = {"corrupt": corrupt} if corrupt else {}
     if all(isinstance(item, model) for item in items):
-        return page_type.model_construct(items=items, next_cursor=next_cursor, has_more=has_more)
-    return page_type(items=items, next_cursor=next_cursor, has_more=has_more)
+        return page_type.model_construct(
+            items=items, next_cursor=next_cursor, has_more=has_more, corrupt=corrupt or []
+        )
+    return page_type(items=items, next_cursor=next_cursor, has_more=has_more, **extra)
 
 
 _PAGE_TYPES: dict[type[BaseModel], type[Page[Any]]] = {}
+
+
+def _seq(record: Chat | Message) -> int | None:
+    return record.seq
 
 
 def chat_visible_to(chat: Chat, viewer: Viewer) -> bool:
@@ -124,9 +140,14 @@ class ChatOps(StoreCore):
             The stored chat, with ``chat_id``, ``seq`` and timestamps set.
 
         Raises:
-            InvalidArgument: If an argument does not validate (for example an empty id).
+            InvalidArgument: If an argument does not validate (for example an empty id), or
+                an id is not a ``str``, has surrounding whitespace or holds a control
+                character (``as_key``), or the name is not a ``str``.
             InvalidContent: If a string holds a lone surrogate, or metadata holds NaN or
                 infinity.
+            Conflict: If ``tenant_id`` is given and the live chat of ``(user_id,
+                thread_id)`` belongs to another tenant, or to none (nothing of it is
+                returned). Without ``tenant_id`` the live chat is returned, as before.
             BackendUnavailable: If the backend fails.
         """
         self._require_open()
@@ -134,13 +155,15 @@ class ChatOps(StoreCore):
         chat = validate_model(
             self.chat_model,
             {
-                "user_id": user_id,
-                "thread_id": thread_id,
-                "agent_id": agent_id,
-                "channel": channel,
-                "tenant_id": tenant_id,
-                "team_id": team_id,
-                "name": name,
+                "user_id": as_key(user_id, "user_id"),
+                "thread_id": as_key(thread_id, "thread_id"),
+                **check_chat_keys(
+                    agent_id=agent_id,
+                    channel=channel,
+                    tenant_id=tenant_id,
+                    team_id=team_id,
+                    name=name,
+                ),
                 "share": share,
                 "metadata": {} if metadata is None else metadata,
                 "created_at": now,
@@ -148,7 +171,16 @@ class ChatOps(StoreCore):
             },
         )
         self.record_body(chat)
-        return await self._insert_chat(chat)
+        stored = await self._insert_chat(chat)
+        if chat.tenant_id is not None and stored.tenant_id != chat.tenant_id:
+            # The live chat of (user_id, thread_id) belongs to another tenant: never hand
+            # it to a caller naming this one (SPEC section 3, "Ordering and identity").
+            msg = (
+                f"the live chat of user {chat.user_id!r} and thread {chat.thread_id!r} belongs "
+                "to another tenant; thread ids must not repeat for a user across tenants"
+            )
+            raise Conflict(msg)
+        return stored
 
     async def get_chat(
         self, chat_id: UUID | str, *, viewer: Viewer | Mapping[str, Any] | None = None
@@ -196,7 +228,7 @@ class ChatOps(StoreCore):
         """
         self._require_open()
         return await self._find_live_chat(
-            as_text(user_id, "user_id"), as_text(thread_id, "thread_id")
+            as_key(user_id, "user_id"), as_key(thread_id, "thread_id")
         )
 
     async def update_chat(self, chat_id: UUID | str, /, **changes: Any) -> Chat:
@@ -223,6 +255,7 @@ class ChatOps(StoreCore):
         if unknown:
             msg = f"cannot change {sorted(unknown)}; changeable: {sorted(_MUTABLE_CHAT_FIELDS)}"
             raise InvalidArgument(msg)
+        changes.update(check_chat_keys(**{k: v for k, v in changes.items() if k in CHAT_KEYS}))
         return await self._rewrite_chat(chat_id, changes, live=True)
 
     async def rename_chat(self, chat_id: UUID | str, name: str | None) -> Chat:
@@ -341,14 +374,14 @@ class ChatOps(StoreCore):
         size = self._page_limit(limit)
         scope = {"kind": "chats", "filter": chat_filter.model_dump(mode="json")}
         before = self._decode_cursor(cursor, scope)
-        rows = await self._page_chats(chat_filter, before, size + 1)
-        page = rows[:size]
-        has_more = len(rows) > size
+        with collecting(self.corrupt_records) as skipped:
+            rows = await self._page_chats(chat_filter, before, size + 1)
+        page, corrupt, has_more, last = window(rows, skipped, size, _seq)
         next_cursor = None
         if has_more:
-            assert page[-1].seq is not None
-            next_cursor = self._encode_cursor(scope, page[-1].seq)
-        return page_of(Chat, page[::-1], next_cursor, has_more)
+            assert last is not None
+            next_cursor = self._encode_cursor(scope, last)
+        return page_of(Chat, page[::-1], next_cursor, has_more, corrupt)
 
     async def purge(self, deleted_before: datetime) -> int:
         """Remove for good every chat soft-deleted before ``deleted_before``.
@@ -399,7 +432,7 @@ class ChatOps(StoreCore):
                 cannot be reached; what was erased stays erased, so run it again.
         """
         self._require_open()
-        user_id = as_text(user_id, "user_id")
+        user_id = as_key(user_id, "user_id")
         receipt = ErasureReceipt(user_id=user_id)
         receipt.add("hot", self._zero_hot_counts())
         receipt.add("archive", {"bundles": 0, "messages": 0, "steps": 0})

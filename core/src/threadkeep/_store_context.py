@@ -11,6 +11,7 @@ from uuid import UUID
 
 from ._boundary_rules import boundary_cut
 from ._boundary_rules import is_compaction as _is_compaction
+from ._corrupt import collecting
 from ._errors import Conflict, InvalidArgument
 from ._models import Boundary, Message, MessageKind, Role
 from ._store_args import as_count, as_id, as_text
@@ -115,7 +116,8 @@ class ContextOps(NestedOps):
         if newest is None or upto_seq > newest:
             msg = f"upto_seq {upto_seq} is not a seq of chat {chat_id} (newest: {newest})"
             raise InvalidArgument(msg)
-        last = await self._last_boundary(chat_id)
+        with collecting(self.corrupt_records):  # "skip": a damaged boundary is left out
+            last = await self._last_boundary(chat_id)
         cut = 0 if last is None else boundary_cut(last)
         if upto_seq < cut:
             msg = (
@@ -181,13 +183,16 @@ class ContextOps(NestedOps):
             ChatNotFound: If the chat does not exist or is deleted.
             InvalidArgument: If ``chat_id`` is not an id or ``max_messages`` is not an
                 integer of at least 1.
+            CorruptRecord: If a message of the window is damaged (left out instead on a
+                ``corrupt_records="skip"`` store).
             BackendUnavailable: If the backend fails.
         """
         chat_id = as_id(chat_id, "chat_id")
         if max_messages is not None:
             max_messages = as_count(max_messages, "max_messages", minimum=1)
         await self._require_hot_chat(chat_id)
-        last = await self._last_boundary(chat_id)
+        with collecting(self.corrupt_records):  # "skip": a damaged boundary is left out
+            last = await self._last_boundary(chat_id)
         head: list[Message] = []
         after = 0
         if last is not None:
@@ -202,12 +207,20 @@ class ContextOps(NestedOps):
     async def _collect_after(self, chat_id: UUID, after: int) -> list[Message]:
         """Return the visible plain messages after ``after`` that no "start over" cuts."""
         collected: list[Message] = []
-        while batch := await self._messages_after(chat_id, after, _BATCH):
+        while True:
+            with collecting(self.corrupt_records) as skipped:  # "skip": left out
+                batch = await self._messages_after(chat_id, after, _BATCH)
+            if not batch and not skipped:
+                break
             for message in batch:
                 if message.kind is MessageKind.BOUNDARY:
                     if not _is_compaction(message):
                         collected = []  # a later "start over" line cuts what came before it
                     continue
                 collected.append(message)
-            after = batch[-1].seq or after
+            seqs = [m.seq for m in batch] + [e.seq for e in skipped if type(e.seq) is int]
+            moved = max([after, *(seq for seq in seqs if seq is not None)])
+            if moved == after:  # only damaged rows with no readable seq: nothing follows
+                break
+            after = moved
         return collected

@@ -24,6 +24,7 @@ from ._content import (
     prepare_message,
     validate_model,
 )
+from ._corrupt import CorruptRecordsPolicy, Unreadable, check_policy, rebuilt, rebuilt_each
 from ._cursor import CursorCodec
 from ._driver import DriverPrimitives
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
@@ -57,6 +58,7 @@ class StoreCore(DriverPrimitives):
         message_model: type[Message] = Message,
         chat_model: type[Chat] = Chat,
         auto_migrate: bool = True,
+        corrupt_records: CorruptRecordsPolicy = "raise",
         **unknown: Any,
     ) -> None:
         check_store_options(
@@ -74,6 +76,8 @@ class StoreCore(DriverPrimitives):
             raise InvalidArgument(f"auto_migrate must be True or False, not a {kind}")
         self.auto_migrate = auto_migrate  # may open() upgrade the schema? (drivers that have one)
         self.url = url
+        self.corrupt_records: CorruptRecordsPolicy = check_policy(corrupt_records)
+        """``"raise"`` or ``"skip"``: what page reads do on a damaged row (``CorruptRecord``)."""
         self.max_message_bytes = max_message_bytes
         self.message_model = message_model
         self.chat_model = chat_model
@@ -227,9 +231,9 @@ class StoreCore(DriverPrimitives):
         chat_id: UUID,
         seq: int,
         revision: int,
-        created_at: datetime | None,
-        updated_at: datetime | None,
-        deleted_at: datetime | None = None,
+        created_at: datetime | str | Unreadable | None,
+        updated_at: datetime | str | Unreadable | None,
+        deleted_at: datetime | str | Unreadable | None = None,
     ) -> Message:
         """Rebuild a message from its stored body and columns (for drivers).
 
@@ -238,32 +242,41 @@ class StoreCore(DriverPrimitives):
             chat_id: The chat column.
             seq: The seq column.
             revision: The revision column.
-            created_at: Column value; naive values are taken as UTC.
-            updated_at: Column value; naive values are taken as UTC.
-            deleted_at: Column value; naive values are taken as UTC.
+            created_at: Column value; naive values are taken as UTC, ISO 8601 text is
+                parsed, an :class:`~threadkeep.Unreadable` (a value the driver could not
+                decode) makes the row corrupt.
+            updated_at: As ``created_at``.
+            deleted_at: As ``created_at``.
 
         Returns:
             An instance of this store's ``message_model``.
 
         Raises:
-            pydantic.ValidationError: If the stored body does not validate as the
-                ``message_model`` (stored data a driver must never produce).
+            CorruptRecord: If the stored body is not JSON, does not validate as the
+                ``message_model``, or a column is not of its type (a driver passes an
+                :class:`~threadkeep.typing.Unreadable` for a column it could not decode);
+                it names the chat, seq and column.
         """
         columns = {
             "chat_id": chat_id,
             "seq": seq,
             "revision": revision,
-            "created_at": as_utc(created_at),
-            "updated_at": as_utc(updated_at),
-            "deleted_at": as_utc(deleted_at),
+            "created_at": _utc(created_at),
+            "updated_at": _utc(updated_at),
+            "deleted_at": _utc(deleted_at),
         }
+        return rebuilt("message", columns, lambda: self._tk_message_of_body(body, columns))
+
+    def _tk_message_of_body(
+        self, body: str | bytes | Mapping[str, Any], columns: dict[str, Any]
+    ) -> Message:
         if isinstance(body, str | bytes):
             # The body is validated in pydantic-core straight from JSON; the columns are the
             # store's own values, set as validating them would (about half the cost).
             message = from_json(self.message_model, body, columns, MESSAGE_COLUMNS)
             if message is not None:
                 return message
-        data = dict(load_json(body) if isinstance(body, str | bytes) else body)
+        data = _mapping(load_json(body) if isinstance(body, str | bytes) else body)
         data.update(columns)
         return self.message_model.model_validate(data)
 
@@ -280,13 +293,15 @@ class StoreCore(DriverPrimitives):
             what :meth:`message_from_row` returns for each row.
 
         Raises:
-            pydantic.ValidationError: As :meth:`message_from_row`.
+            CorruptRecord: As :meth:`message_from_row`; inside a page read of a
+                ``corrupt_records="skip"`` store, damaged rows are left out instead.
         """
         page = page_from_json(self.message_model, MESSAGE_ROW, rows)
         if page is not None:
             return page
-        return [
-            self.message_from_row(
+        return rebuilt_each(
+            rows,
+            lambda row: self.message_from_row(
                 row[6],
                 chat_id=row[0],
                 seq=row[1],
@@ -294,9 +309,8 @@ class StoreCore(DriverPrimitives):
                 created_at=row[3],
                 updated_at=row[4],
                 deleted_at=row[5],
-            )
-            for row in rows
-        ]
+            ),
+        )
 
     @staticmethod
     def message_body(message: Message) -> str:
@@ -372,16 +386,21 @@ class StoreCore(DriverPrimitives):
             The record, a ``model`` instance.
 
         Raises:
-            InvalidArgument: If the stored data does not validate as ``model``.
+            CorruptRecord: If the stored data does not decode or validate as ``model``,
+                or a column is not of its type; it names the chat, seq and column.
         """
-        values = {k: as_utc(v) if isinstance(v, datetime) else v for k, v in columns.items()}
-        if isinstance(body, str | bytes):
-            record = from_json(model, body, values, frozenset(values))
-            if record is not None:
-                return record
-        data = dict(load_json(body) if isinstance(body, str | bytes) else body)
-        data.update(values)
-        return validate_model(model, data)
+        values = {k: _utc(v) if k.endswith("_at") else v for k, v in columns.items()}
+
+        def build() -> R:
+            if isinstance(body, str | bytes):
+                record = from_json(model, body, values, frozenset(values))
+                if record is not None:
+                    return record
+            data = _mapping(load_json(body) if isinstance(body, str | bytes) else body)
+            data.update(values)
+            return validate_model(model, data)
+
+        return rebuilt(_record_kind(model), values, build, chat_id=_body_chat_id(body))
 
     @classmethod
     def records_from_rows(
@@ -399,13 +418,55 @@ class StoreCore(DriverPrimitives):
             What :meth:`record_from_body` returns for each row.
 
         Raises:
-            InvalidArgument: As :meth:`record_from_body`.
+            CorruptRecord: As :meth:`record_from_body`; inside a page read of a
+                ``corrupt_records="skip"`` store, damaged rows are left out instead.
         """
         page = page_from_json(model, tuple(names), rows)
         if page is not None:
             return page
         width = len(names)
-        return [
-            cls.record_from_body(model, row[width], **dict(zip(names, row, strict=False)))
-            for row in rows
-        ]
+        return rebuilt_each(
+            rows,
+            lambda row: cls.record_from_body(
+                model, row[width], **dict(zip(names, row, strict=False))
+            ),
+        )
+
+
+def _utc(value: Any) -> Any:
+    """``as_utc`` of a timestamp column; what it cannot convert becomes ``Unreadable``."""
+    if value is None or isinstance(value, datetime | str):
+        try:
+            return as_utc(value)
+        except ValueError:
+            return Unreadable(value, f"is not an ISO 8601 timestamp ({value!r:.60})")
+    return value  # reported by the corrupt-row check
+
+
+def _mapping(data: Any) -> dict[str, Any]:
+    """Return a decoded body as a new dict; a body that is not an object is damaged."""
+    if not isinstance(data, Mapping):
+        raise TypeError(f"the body is a JSON {type(data).__name__}, not an object")
+    return dict(data)
+
+
+def _record_kind(model: type[BaseModel]) -> str:
+    for base in model.__mro__:
+        if base.__module__.startswith("threadkeep.") and base is not BaseModel:
+            return base.__name__.lower()
+    return model.__name__.lower()
+
+
+def _body_chat_id(body: object) -> object:
+    """The ``chat_id`` of a record body, for naming a damaged record (``None`` if unreadable).
+
+    Called eagerly but cheap: a mapping lookup, or nothing for text (decoded only if the
+    record turns out damaged would be better; text bodies carry their chat in a column).
+    """
+    if isinstance(body, Mapping):
+        value = body.get("chat_id")
+        try:
+            return UUID(str(value)) if value is not None else None
+        except ValueError:
+            return None
+    return None

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from ._boundary_rules import boundary_cut, check_compactions, is_compaction
 from ._content import PreparedMessage, validate_model
+from ._corrupt import collecting, window
 from ._errors import (
     CapabilityNotSupported,
     Conflict,
@@ -19,7 +20,7 @@ from ._models import Message, MessageInput
 from ._paging import DEFAULT_PAGE_LIMIT, MessageFilter, Page, Viewer
 from ._plugins import notify_messages_committed
 from ._store_args import as_id, as_ids, as_items, as_model, as_str
-from ._store_chats import ChatOps, page_of
+from ._store_chats import ChatOps, _seq, page_of
 
 __all__ = ["IMMUTABLE_MESSAGE_FIELDS", "MessageInput", "MessageOps"]
 
@@ -353,6 +354,8 @@ class MessageOps(ChatOps):
             InvalidArgument: If ``chat_id`` is not an id, ``limit`` is not an integer of
                 at least 1, or the filter or viewer does not validate.
             InvalidCursor: If the cursor is foreign, altered, or for another chat/filter.
+            CorruptRecord: If a row of the page is damaged (on a ``corrupt_records="skip"``
+                store the page leaves it out and lists it in ``Page.corrupt`` instead).
             BackendUnavailable: If the backend fails.
         """
         self._require_open()
@@ -367,17 +370,17 @@ class MessageOps(ChatOps):
         before = self._decode_cursor(cursor, scope)
         if viewer is not None:
             await self.get_chat(chat_id, viewer=viewer)
-        rows = await self._page_messages(chat_id, message_filter, before, size + 1)
-        if rows is None:
-            await self._require_hot_chat(chat_id)
-            rows = await self._page_messages(chat_id, message_filter, before, size + 1) or []
-        page = rows[:size]
-        has_more = len(rows) > size
+        with collecting(self.corrupt_records) as skipped:
+            rows = await self._page_messages(chat_id, message_filter, before, size + 1)
+            if rows is None:
+                await self._require_hot_chat(chat_id)
+                rows = await self._page_messages(chat_id, message_filter, before, size + 1)
+        page, corrupt, has_more, last = window(rows or [], skipped, size, _seq)
         next_cursor = None
         if has_more:
-            assert page[-1].seq is not None
-            next_cursor = self._encode_cursor(scope, page[-1].seq)
-        return page_of(Message, page[::-1], next_cursor, has_more)
+            assert last is not None
+            next_cursor = self._encode_cursor(scope, last)
+        return page_of(Message, page[::-1], next_cursor, has_more, corrupt)
 
     async def get_last_messages(self, chat_ids: Sequence[UUID | str]) -> dict[UUID, Message]:
         """Map each hot chat of ``chat_ids`` that has a visible message to its newest one.
@@ -402,7 +405,8 @@ class MessageOps(ChatOps):
         ids = as_ids(chat_ids, "chat_ids")
         if not ids:
             return {}
-        return await self._last_messages(list(dict.fromkeys(ids)))
+        with collecting(self.corrupt_records):  # "skip": a damaged preview is left out
+            return await self._last_messages(list(dict.fromkeys(ids)))
 
 
 def _message_scope(chat_id: UUID, message_filter: MessageFilter) -> dict[str, Any]:

@@ -16,27 +16,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ._driver import STORE_WRITE_PRIMITIVES
 from ._store import Store
 
 __all__ = ["WRITE_PRIMITIVES", "ManualClock", "WriteCount", "count_store_writes"]
 
-WRITE_PRIMITIVES = (
-    "_insert_chat",
-    "_update_chat",
-    "_purge_chat",
-    "_insert_messages",
-    "_replace_message",
-    "_hide_messages",
-    "_delete_hot_messages",
-    "_restore_messages",
-    "_save_steps",
-    "_delete_hot_steps",
-    "_restore_steps",
-    "_delete_run_records",
-    "_insert_run",
-    "_replace_run",
-    "_commit_run",
-)
+WRITE_PRIMITIVES = STORE_WRITE_PRIMITIVES
 """The driver primitives that write; each call is one store write (one atomic step)."""
 
 

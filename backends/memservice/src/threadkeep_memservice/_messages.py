@@ -10,11 +10,20 @@ the event's version token.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from threadkeep import Conflict, Message, MessageFilter, MessageKind, NestedKind, PreparedMessage
+from threadkeep import (
+    Conflict,
+    Message,
+    MessageFilter,
+    MessageKind,
+    NestedKind,
+    PreparedMessage,
+    skip_damaged,
+)
 from threadkeep import message_matches as matches
 
 from ._appends import AppendPrimitives
@@ -68,8 +77,11 @@ class MessagePrimitives(AppendPrimitives):
             page=min(200, max(limit, 20)),
         ):
             visible = [h for h in heads if not is_hidden(h)]
-            for message in await self._materialize(session.session_id, chat_id, visible):
-                if matches(message_filter, message):
+            chunks = await self._chunks_of(session.session_id, visible)
+            build = functools.partial(self._message_of, chat_id=chat_id, chunks=chunks)
+            for head in visible:  # rebuilt one by one: a damaged row past the page is not read
+                message = skip_damaged(build, head)
+                if message is not None and matches(message_filter, message):
                     found.append(message)
                     if len(found) == limit:
                         return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from uuid import UUID
 
-from threadkeep import BackendUnavailable, Message
+from threadkeep import CorruptRecord, Message, rebuilt_each
 
 from ._codec import (
     MESSAGE_TYPES,
@@ -26,6 +26,17 @@ Visible = tuple[Session, Event, Message]
 """A visible message with the session and head event it was read from."""
 
 
+_DAMAGE = (ValueError, TypeError, KeyError, AttributeError, RecursionError)
+"""What decoding an event changed outside threadkeep raises."""
+
+
+def _damaged(chat_id: UUID, head: Event, part: str, exc: BaseException) -> CorruptRecord:
+    detail = f"does not decode ({type(exc).__name__}: {exc})"
+    return CorruptRecord(
+        "message", chat_id=chat_id, seq=head.sequence_id, column=part, detail=detail
+    )
+
+
 def is_hidden(head: Event) -> bool:
     """Return whether a head event's message is hidden (``delete_messages``)."""
     return columns_of(head).get("deleted_at") is not None
@@ -38,32 +49,42 @@ class ReadHelpers(StagingHelpers):
     not committed (yet, or ever) are not there for readers (see :mod:`._staging`).
     """
 
-    async def _materialize(
-        self, session_id: str, chat_id: UUID, heads: Sequence[Event]
-    ) -> list[Message]:
-        """Return the messages of ``heads`` (fetching chunks of large ones in batches)."""
+    async def _chunks_of(self, session_id: str, heads: Sequence[Event]) -> list[Event]:
+        """Return the chunk events of the large messages among ``heads`` (batched reads)."""
         keys = [key for head in heads for key in chunk_keys_of(head)]
         chunks: list[Event] = []
         for batch in batched(keys):
             chunks += await self.service.get_events(self.space_id, session_id, dedup_keys=batch)
-        return [self._message_of(head, chat_id, chunks) for head in heads]
+        return chunks
+
+    async def _materialize(
+        self, session_id: str, chat_id: UUID, heads: Sequence[Event]
+    ) -> list[Message]:
+        """Return the messages of ``heads`` (fetching chunks of large ones in batches)."""
+        chunks = await self._chunks_of(session_id, heads)
+        return rebuilt_each(heads, lambda head: self._message_of(head, chat_id, chunks))
 
     def _message_of(self, head: Event, chat_id: UUID, chunks: Sequence[Event]) -> Message:
-        cols = columns_of(head)
-        body: str | dict[str, object] | None = inline_body(head)
-        if body is None:
-            try:
+        """Rebuild the message of a head event.
+
+        Raises:
+            CorruptRecord: If the event's columns, body or chunks do not decode (an event
+                changed outside threadkeep), naming the chat, seq and part.
+        """
+        try:
+            cols = columns_of(head)
+            revision = int(cols["revision"])
+            times = {k: parse_time(cols.get(k)) for k in ("created_at", "updated_at", "deleted_at")}
+        except _DAMAGE as exc:
+            raise _damaged(chat_id, head, "cols", exc) from exc
+        try:
+            body: str | dict[str, object] | None = inline_body(head)
+            if body is None:
                 body = assemble_chunks(head, chunks)
-            except ValueError as exc:
-                raise BackendUnavailable(f"a stored message is damaged: {exc}") from exc
+        except _DAMAGE as exc:
+            raise _damaged(chat_id, head, "body", exc) from exc
         return self.message_from_row(
-            body,
-            chat_id=chat_id,
-            seq=head.sequence_id,
-            revision=int(cols["revision"]),
-            created_at=parse_time(cols.get("created_at")),
-            updated_at=parse_time(cols.get("updated_at")),
-            deleted_at=parse_time(cols.get("deleted_at")),
+            body, chat_id=chat_id, seq=head.sequence_id, revision=revision, **times
         )
 
     async def _visible_at(self, location: Location, message_id: UUID | None) -> Visible | None:

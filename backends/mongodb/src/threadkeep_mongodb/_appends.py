@@ -9,6 +9,8 @@ strictly increasing in commit order, and a batch is all or nothing.
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -36,9 +38,31 @@ def _conflict(chat_id: UUID, agui_id: str | None) -> IdempotencyConflict:
 
 
 class MongoAppendsMixin(MongoBase):
-    """``_insert_messages``, ``_replace_message`` and ``_hide_messages``."""
+    """``_insert_messages``, ``_replace_message`` and ``_hide_messages``.
+
+    Appends to one chat from one store are queued on a per-chat ``asyncio.Lock``: they
+    would only conflict on the chat document and retry (issue 12: 50 writers on one chat);
+    queued, each runs its transaction once. Other processes' appends still conflict and
+    are retried (``CONFLICT_RETRY_SECONDS``).
+    """
+
+    def _append_lock(self, chat_id: UUID) -> asyncio.Lock:
+        locks: weakref.WeakValueDictionary[UUID, asyncio.Lock] | None
+        locks = self.__dict__.get("_tk_append_locks")
+        if locks is None:
+            locks = self.__dict__["_tk_append_locks"] = weakref.WeakValueDictionary()
+        lock = locks.get(chat_id)
+        if lock is None:
+            lock = locks[chat_id] = asyncio.Lock()
+        return lock
 
     async def _insert_messages(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        async with self._append_lock(chat_id):
+            return await self._insert_queued(chat_id, messages, now)
+
+    async def _insert_queued(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         with map_errors("append messages"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -23,13 +24,14 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from threadkeep import BackendUnavailable, Chat, Message
+from threadkeep import BackendUnavailable, Chat, Message, rebuilt_each
 from threadkeep._store_core import StoreCore
 
-from ._codec import Document, from_us, join_chunks
+from ._codec import Document, join_chunks, stored_time
 from ._errors import TRANSIENT_LABEL, UNKNOWN_COMMIT_LABEL
 
 __all__ = [
+    "CONFLICT_RETRY_SECONDS",
     "MAX_TRANSACTION_ATTEMPTS",
     "Collections",
     "MongoBase",
@@ -43,10 +45,20 @@ Session = AsyncClientSession | None
 """The transaction's session, or ``None`` on a standalone server."""
 
 MAX_TRANSACTION_ATTEMPTS = 60
-"""Attempts of one transaction before a write conflict becomes ``Conflict``.
+"""Kept for compatibility: write conflicts are no longer bounded by a count of attempts.
 
-Enough for 50 writers appending to one chat at once: each round at least one of them
-commits, and jittered backoff spreads the rest.
+See :data:`CONFLICT_RETRY_SECONDS`: a count ran out under 50 writers on one chat (issue 12).
+"""
+
+CONFLICT_RETRY_SECONDS = 60.0
+"""How long a transaction is retried on write conflicts before they become ``Conflict``.
+
+A write conflict means another transaction holds the document: it either commits (so the
+writers make progress, and the retry succeeds soon) or is aborted by the server after its
+``transactionLifetimeLimitSeconds`` (60 s by default). Retrying for that long therefore
+never gives up on writers that merely compete (any number of them), and still ends when
+something holds the document for good. In-process appends to one chat are also queued
+(see ``MongoAppendsMixin``), so they do not conflict with each other at all.
 """
 
 _BACKOFF_BASE_SECONDS = 0.002
@@ -79,20 +91,24 @@ class Collections:
 
 def _backoff(attempt: int) -> float:
     """Full-jitter exponential backoff, in seconds."""
-    return random.uniform(0, min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2**attempt))
+    return random.uniform(
+        0, min(_BACKOFF_CAP_SECONDS, _BACKOFF_BASE_SECONDS * 2 ** min(attempt, 16))
+    )
 
 
-def _worth_retrying(exc: PyMongoError, attempt: int) -> bool:
+def _worth_retrying(exc: PyMongoError, attempt: int, deadline: float) -> bool:
     """Whether a failed transaction should run again from the start.
 
-    Write conflicts (labelled transient) are retried up to ``MAX_TRANSACTION_ATTEMPTS``;
-    a lost connection (also labelled transient) once, since PyMongo already waited
-    ``serverSelectionTimeoutMS`` for a server before giving up.
+    Write conflicts (labelled transient) are retried until ``deadline`` (event-loop time,
+    :data:`CONFLICT_RETRY_SECONDS` after the first attempt); a lost connection (also
+    labelled transient) once, since PyMongo already waited ``serverSelectionTimeoutMS``
+    for a server before giving up.
     """
     if not exc.has_error_label(TRANSIENT_LABEL):
         return False
-    limit = _NETWORK_ATTEMPTS if isinstance(exc, ConnectionFailure) else MAX_TRANSACTION_ATTEMPTS
-    return attempt < limit
+    if isinstance(exc, ConnectionFailure):
+        return attempt < _NETWORK_ATTEMPTS
+    return asyncio.get_running_loop().time() < deadline
 
 
 async def _commit(session: AsyncClientSession) -> None:
@@ -114,6 +130,8 @@ async def _abort(session: AsyncClientSession) -> None:
 
 class MongoBase(StoreCore):
     """Connection state and the helpers the chat, message, run and archive parts share."""
+
+    shield_writes = True  # a cancelled write commits or aborts whole (issue 12)
 
     _client_or_none: AsyncMongoClient[Document] | None
     _cols_or_none: Collections | None
@@ -145,8 +163,9 @@ class MongoBase(StoreCore):
                 return await work(None)
             except Rollback as stop:
                 return cast(T, stop.value)
+        deadline = asyncio.get_running_loop().time() + CONFLICT_RETRY_SECONDS
         async with self._client.start_session() as session:
-            for attempt in range(1, MAX_TRANSACTION_ATTEMPTS + 1):
+            for attempt in itertools.count(1):
                 await session.start_transaction()
                 try:
                     result = await work(session)
@@ -154,7 +173,7 @@ class MongoBase(StoreCore):
                 except Rollback as stop:
                     return cast(T, stop.value)
                 except PyMongoError as exc:
-                    if not _worth_retrying(exc, attempt):
+                    if not _worth_retrying(exc, attempt, deadline):
                         raise
                 else:
                     return result
@@ -169,30 +188,32 @@ class MongoBase(StoreCore):
         return self.record_from_body(
             self.chat_model,
             doc["body"],
-            seq=doc["seq"],
-            revision=doc["revision"],
-            created_at=from_us(doc.get("created_us")),
-            updated_at=from_us(doc.get("updated_us")),
-            last_message_at=from_us(doc.get("last_message_us")),
-            deleted_at=from_us(doc.get("deleted_us")),
+            seq=doc.get("seq"),
+            revision=doc.get("revision"),
+            created_at=stored_time(doc.get("created_us")),
+            updated_at=stored_time(doc.get("updated_us")),
+            last_message_at=stored_time(doc.get("last_message_us")),
+            deleted_at=stored_time(doc.get("deleted_us")),
         )
 
     def _message_from_doc(self, doc: Document, body: str) -> Message:
         return self.message_from_row(
             body,
-            chat_id=doc["chat_id"],
-            seq=doc["seq"],
-            revision=doc["revision"],
-            created_at=from_us(doc["created_us"]),
-            updated_at=from_us(doc["updated_us"]),
-            deleted_at=from_us(doc.get("deleted_us")),
+            # .get: a damaged document is reported (CorruptRecord), never a KeyError.
+            chat_id=cast(UUID, doc.get("chat_id")),
+            seq=cast(int, doc.get("seq")),
+            revision=cast(int, doc.get("revision")),
+            created_at=stored_time(doc.get("created_us")),
+            updated_at=stored_time(doc.get("updated_us")),
+            deleted_at=stored_time(doc.get("deleted_us")),
         )
 
     async def _messages_from_docs(
         self, docs: Sequence[Document], session: Session = None
     ) -> list[Message]:
         """Rebuild messages from their documents, fetching the chunks of chunked bodies."""
-        return [self._message_from_doc(d, b) for d, b in await self._with_bodies(docs, session)]
+        pairs = await self._with_bodies(docs, session)
+        return rebuilt_each(pairs, lambda pair: self._message_from_doc(*pair))
 
     async def _with_bodies(
         self, docs: Sequence[Document], session: Session

@@ -11,7 +11,15 @@ from uuid import UUID, uuid4
 
 from bson.binary import Binary
 
-from threadkeep import Chat, ChatStatus, Message, Step, StepStatus, chat_deduplication_key
+from threadkeep import (
+    Chat,
+    ChatStatus,
+    Message,
+    Step,
+    StepStatus,
+    Unreadable,
+    chat_deduplication_key,
+)
 
 from ._schema import CHUNK_BYTES, INLINE_BODY_BYTES
 
@@ -23,6 +31,7 @@ __all__ = [
     "message_fields",
     "split_body",
     "step_document",
+    "stored_time",
     "to_us",
 ]
 
@@ -45,6 +54,21 @@ def to_us(value: datetime | None) -> int | None:
 def from_us(value: int | None) -> datetime | None:
     """Return microseconds since the Unix epoch as an aware UTC datetime."""
     return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def stored_time(value: object) -> datetime | Unreadable | None:
+    """Return a stored ``*_us`` field as :func:`from_us` does; another BSON type is damage.
+
+    A document changed outside threadkeep may hold a string or a nested document there;
+    it becomes :class:`threadkeep.Unreadable`, so the rebuild raises ``CorruptRecord``
+    naming the row and the field instead of a raw ``TypeError`` (issue 12).
+    """
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        try:
+            return from_us(value)
+        except OverflowError:
+            pass
+    return Unreadable(value, f"is not microseconds since the epoch ({value!r:.60})")
 
 
 def split_body(body: str, chat_id: UUID) -> tuple[Document, list[Document]]:

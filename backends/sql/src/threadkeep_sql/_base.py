@@ -71,6 +71,8 @@ def ref_values(message: Message, chat_id: UUID, seq: int) -> list[dict[str, Any]
 class SqlBase(Store):
     """Shared state of :class:`threadkeep_sql.SqlStore`; see there."""
 
+    shield_writes = True  # a cancelled write must not leave BEGIN IMMEDIATE held (issue 12)
+
     _db: Database
 
     @property

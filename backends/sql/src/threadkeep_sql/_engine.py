@@ -34,11 +34,12 @@ from typing import Any, Literal, TypeVar
 import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DisconnectionError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 from threadkeep import InvalidArgument, ThreadkeepError
+from threadkeep._shielding import complete, enter_whole, finish
 
 from ._errors import map_native_errors
 from ._replica import ReadRouter
@@ -241,6 +242,24 @@ def _sqlite_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    """Pool checkout hook: a connection the server has closed is replaced, not handed out.
+
+    SQLAlchemy's documented pessimistic disconnect handling: raising ``DisconnectionError``
+    here makes the pool discard the connection and check out another (issue 12). The test
+    costs nothing (asyncpg already knows the socket closed), unlike ``pool_pre_ping``.
+    """
+    if dbapi_connection.driver_connection.is_closed():
+        raise DisconnectionError("the server closed this pooled connection")
+
+
+async def _discard(held: tuple[AsyncConnection, Any], exc: BaseException) -> None:
+    """Close a held connection after an error; invalidate it unless the server reported it."""
+    if held[1].is_closed() or not isinstance(exc, _REPORTED):
+        await held[0].invalidate()
+    await held[0].close()
+
+
 @dataclass
 class Database:
     """An opened engine plus the locks and options each kind of operation uses.
@@ -289,6 +308,7 @@ class Database:
         engine = create_async_engine(
             url, pool_size=pool_size, max_overflow=pool_size, connect_args=connect_args
         )
+        event.listen(engine.sync_engine, "checkout", _refuse_closed)
         auto = engine.execution_options(isolation_level="AUTOCOMMIT")
         return cls(
             engine=engine,
@@ -365,10 +385,12 @@ class Database:
                     await stack.enter_async_context(self._every_lock)
                 elif write and self._write_lock is not None:
                     await stack.enter_async_context(self._write_lock)
+                # Checkout + BEGIN and COMMIT/ROLLBACK + check-in run to completion even if
+                # the caller is cancelled mid-way: nothing stays locked (issue 12).
                 if transaction:
-                    yield await stack.enter_async_context(engine.begin())
+                    yield await enter_whole(stack, engine.begin())
                 else:
-                    yield await stack.enter_async_context(engine.connect())
+                    yield await enter_whole(stack, engine.connect())
 
     @asynccontextmanager
     async def _autocommit(self) -> AsyncIterator[tuple[AsyncConnection, Any]]:
@@ -384,26 +406,43 @@ class Database:
         fresh one.
         """
         with map_native_errors():
-            held = self._held.pop() if self._held else await self._checkout()
+            held = await self._take_held()
             try:
                 yield held
             except BaseException as exc:
                 with contextlib.suppress(Exception):
-                    if held[1].is_closed() or not isinstance(exc, _REPORTED):
-                        await held[0].invalidate()
-                    await held[0].close()
+                    await complete(_discard(held, exc))
                 raise
             if len(self._held) < self._held_max:
                 self._held.append(held)
             else:
                 await held[0].close()
 
+    async def _take_held(self) -> tuple[AsyncConnection, Any]:
+        """Return a live held connection, or a fresh one.
+
+        A held connection the server closed while it sat idle (``pg_terminate_backend``, a
+        restart, an idle timeout) is known closed as soon as the event loop has read the
+        server's goodbye: it is discarded here, for free, instead of failing the next
+        statement with ``BackendUnavailable`` (issue 12).
+        """
+        while self._held:
+            held = self._held.pop()
+            if not held[1].is_closed():
+                return held
+            with contextlib.suppress(Exception):
+                await complete(_discard(held, ConnectionError("closed by the server")))
+        return await self._checkout()
+
+    async def _connect(self) -> AsyncConnection:
+        return await self._single.connect()
+
     async def _checkout(self) -> tuple[AsyncConnection, Any]:
-        conn = await self._single.connect()
+        conn = await finish(self._connect())  # a cancelled checkout is not leaked
         try:
             driver = (await conn.get_raw_connection()).driver_connection
         except BaseException:
-            await conn.close()
+            await complete(conn.close())
             raise
         return conn, driver
 

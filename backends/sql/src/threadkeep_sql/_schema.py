@@ -28,9 +28,12 @@ Layout (SPEC sections 2 and 5):
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+
+from threadkeep import Unreadable
 
 __all__ = [
     "CHAT_COLUMNS",
@@ -89,10 +92,38 @@ class KeyText(sa.TypeDecorator[str]):
         return unescape_key(value) if isinstance(value, str) else value
 
 
+class When(sa.TypeDecorator[datetime]):
+    """``TIMESTAMP WITH TIME ZONE``; a stored value that does not parse reads as ``Unreadable``.
+
+    SQLite keeps timestamps as text, so a row changed outside threadkeep can hold
+    ``'not-a-date'``; SQLAlchemy's parser would raise ``ValueError`` from inside the
+    result, before the row is rebuilt. Here the value becomes a
+    :class:`threadkeep.Unreadable` and the rebuild raises ``CorruptRecord`` naming the
+    row's chat, seq and column (issue 12); other rows read normally.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def result_processor(self, dialect: sa.Dialect, coltype: Any) -> Any:
+        """Return the dialect's parser, turning a parse failure into ``Unreadable``."""
+        inner = self.impl_instance.result_processor(dialect, coltype)
+        if inner is None:
+            return None
+
+        def process(value: Any) -> Any:
+            try:
+                return inner(value)
+            except (ValueError, TypeError, OverflowError):
+                return Unreadable(value, f"is not a timestamp ({value!r:.60})")
+
+        return process
+
+
 metadata = sa.MetaData()
 
 _Seq = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-_When = sa.DateTime(timezone=True)
+_When = When()
 _Short = sa.String(32)
 
 chats = sa.Table(

@@ -11,6 +11,7 @@ from uuid import UUID
 
 from .._capabilities import Capabilities
 from .._content import PreparedMessage
+from .._corrupt import skip_damaged
 from .._driver import NestedKind
 from .._errors import Conflict, IdempotencyConflict
 from .._filters import chat_matches, message_matches
@@ -134,8 +135,8 @@ class MemoryStore(MemoryRunsMixin, Store):
             for row in rows:
                 if before_seq is not None and row.seq >= before_seq:
                     continue
-                chat = self._chat(row)
-                if chat_matches(chat_filter, chat):
+                chat = skip_damaged(self._chat, row)
+                if chat is not None and chat_matches(chat_filter, chat):
                     found.append(chat)
                     if len(found) == limit:
                         break
@@ -306,8 +307,8 @@ class MemoryStore(MemoryRunsMixin, Store):
             found: list[Message] = []
             for row in self._rows_desc(chat, before_seq):
                 if row.deleted_at is None:
-                    message = self._message(row)
-                    if message_matches(message_filter, message):
+                    message = skip_damaged(self._message, row)
+                    if message is not None and message_matches(message_filter, message):
                         found.append(message)
                         if len(found) == limit:
                             break
@@ -383,7 +384,9 @@ class MemoryStore(MemoryRunsMixin, Store):
             for seq in chat.seqs[start:]:
                 row = chat.messages[seq]
                 if hidden or row.deleted_at is None:
-                    found.append(self._message(row))
+                    message = skip_damaged(self._message, row)
+                    if message is not None:
+                        found.append(message)
                     if len(found) == limit:
                         break
             return found

@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "threadkeep.cli._serve",
     "threadkeep.cli._copy",
     "threadkeep.cli._migrate",
+    "threadkeep.cli._check",
 )
 """Modules whose ``register(app)`` adds their commands, in help order."""
 

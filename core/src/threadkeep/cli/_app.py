@@ -287,15 +287,17 @@ def resolve_url(url: str | None) -> str:
 
 
 @asynccontextmanager
-async def opened_store(url: str | None) -> AsyncIterator[Store]:
+async def opened_store(url: str | None, **options: Any) -> AsyncIterator[Store]:
     """Open the store ``url`` names (see :func:`resolve_url`) and close it afterwards.
+
+    ``options`` are passed to ``open_store`` (``corrupt_records="skip"`` for ``check``).
 
     Raises:
         UnknownDriver: If no installed driver serves the URL's scheme.
         BackendUnavailable: If the backend cannot be reached.
         InvalidArgument: If the URL or the settings are invalid.
     """
-    async with open_store(resolve_url(url)) as store:
+    async with open_store(resolve_url(url), **options) as store:
         yield store
 
 

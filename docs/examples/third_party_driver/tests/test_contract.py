@@ -15,7 +15,13 @@ from uuid import UUID
 
 import pytest
 from threadkeep import Store, open_store
-from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
+from threadkeep_contract_tests import (
+    DAMAGED_BODIES,
+    DAMAGED_TIMESTAMP,
+    RawChat,
+    RawMessage,
+    StoreContract,
+)
 
 from threadkeep_jsonl import LOG_NAME, JsonlStore
 
@@ -54,3 +60,23 @@ class TestJsonlStore(StoreContract):
             for row in _latest_rows(store, "messages", "message_id")
             if row["chat_id"] == str(chat_id)
         ]
+
+    async def damage_row(
+        self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
+    ) -> str | None:
+        """Damage the row in the store's tables, as a hand-edited log line would on reopen."""
+        assert isinstance(store, JsonlStore)
+        tables = store._tables
+        if kind == "chat":
+            row = tables.chats[chat_id]
+        else:
+            assert seq is not None
+            row = tables.messages[tables.by_seq[(chat_id, seq)]]
+        if damage == "timestamp" and kind == "message":
+            row["created_at"] = DAMAGED_TIMESTAMP
+            return "created_at"
+        body = DAMAGED_BODIES.get(damage)
+        if body is None or kind == "chat":  # a chat row is its own body
+            return None
+        row["body"] = body
+        return "body"

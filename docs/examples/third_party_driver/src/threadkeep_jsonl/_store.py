@@ -34,6 +34,7 @@ from threadkeep import (
     as_utc,
     chat_matches,
     message_matches,
+    skip_damaged,
 )
 
 from ._log import Log, Record
@@ -45,10 +46,6 @@ __all__ = ["JsonlStore"]
 def _iso(value: datetime | None) -> str | None:
     utc = as_utc(value)
     return None if utc is None else utc.isoformat()
-
-
-def _instant(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
 
 
 class JsonlStore(Store):
@@ -169,8 +166,8 @@ class JsonlStore(Store):
         with self._lock:
             found: list[Chat] = []
             for row in self._tables.chats_desc(before_seq):
-                chat = self._chat(row)
-                if chat_matches(chat_filter, chat):
+                chat = skip_damaged(self._chat, row)  # None: left out of a skipping page
+                if chat is not None and chat_matches(chat_filter, chat):
                     found.append(chat)
                     if len(found) == limit:
                         break
@@ -192,9 +189,11 @@ class JsonlStore(Store):
             chat_id=UUID(row["chat_id"]),
             seq=row["seq"],
             revision=row["revision"],
-            created_at=_instant(row["created_at"]),
-            updated_at=_instant(row["updated_at"]),
-            deleted_at=_instant(row["deleted_at"]),
+            # ISO text as stored: message_from_row parses it, and reports text that does
+            # not parse as a CorruptRecord naming the column (a hand-edited log line).
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            deleted_at=row["deleted_at"],
         )
 
     def _new_row(self, chat_id: UUID, seq: int, item: PreparedMessage, now: datetime) -> Row:
@@ -281,8 +280,8 @@ class JsonlStore(Store):
             found: list[Message] = []
             for row in self._tables.rows_desc(chat_id, before_seq):
                 if row["deleted_at"] is None:
-                    message = self._message(row)
-                    if message_matches(message_filter, message):
+                    message = skip_damaged(self._message, row)
+                    if message is not None and message_matches(message_filter, message):
                         found.append(message)
                         if len(found) == limit:
                             break
@@ -295,7 +294,9 @@ class JsonlStore(Store):
             found: list[Message] = []
             for row in self._tables.rows_after(chat_id, after_seq):
                 if row["deleted_at"] is None:
-                    found.append(self._message(row))
+                    message = skip_damaged(self._message, row)
+                    if message is not None:
+                        found.append(message)
                     if len(found) == limit:
                         break
             return found

@@ -1,0 +1,204 @@
+"""Faults a user meets: cancelled writes, racing writers, hostile nesting and input (issue 12).
+
+* A write cancelled at any await (``asyncio.wait_for``, a client gone away) leaves no
+  transaction open, nothing locked and no connection checked out: the next write succeeds.
+* Writers appending to one chat at the same time never fail for the race.
+* Nesting deeper than ``MAX_NESTING_DEPTH`` is ``InvalidContent`` naming the limit, at any
+  depth (no walker recurses without a bound).
+* Ids that are not clean text (bytes, surrounding whitespace, control characters) are
+  ``InvalidArgument`` and nothing is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+import pytest
+
+from threadkeep import (
+    MAX_NESTING_DEPTH,
+    ChatFilter,
+    Conflict,
+    InvalidArgument,
+    InvalidContent,
+    Message,
+    Store,
+)
+
+from ._base import ContractBase
+
+__all__ = ["ReliabilityTests", "nested"]
+
+CANCEL_TRIES = 48
+"""Cancellations per test: after 0, 1, ... event-loop iterations, cycling."""
+WRITERS = 50
+"""Concurrent asyncio writers on one chat."""
+APPENDS_PER_WRITER = 6
+"""Appends (of two messages each) every writer makes, one after the other."""
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """Return ``{"a": {"a": ...}}`` nested ``depth`` levels, built without recursion."""
+    root: dict[str, Any] = {}
+    node = root
+    for _ in range(depth - 1):
+        child: dict[str, Any] = {}
+        node["a"] = child
+        node = child
+    return root
+
+
+async def _cancel_after(awaitable: Any, iterations: int) -> bool:
+    """Run ``awaitable``, cancel it after ``iterations`` loop turns; True if it finished first."""
+    task = asyncio.ensure_future(awaitable)
+    for _ in range(iterations):
+        if task.done():
+            break
+        await asyncio.sleep(0)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        return False
+    return True
+
+
+class ReliabilityTests(ContractBase):
+    """Cancellation, racing writers, deep nesting and unclean ids, on every driver."""
+
+    contract_area: ClassVar[str] = "Reliability"
+
+    @pytest.mark.asyncio
+    async def test_cancelled_appends_leave_the_store_usable(self, store: Store) -> None:
+        chat = await store.create_chat("u-cancel", "t-cancel")
+        completed = 0
+        for attempt in range(CANCEL_TRIES):
+            batch = [Message(role="user", content=f"c{attempt}-{i}") for i in range(3)]
+            completed += await _cancel_after(
+                store.append_messages(chat.chat_id, batch), attempt % 16
+            )
+            # The next write succeeds (on a locked SQLite database it would wait for the
+            # busy timeout and fail), and a read sees a whole batch or none of it.
+            await store.append_message(chat.chat_id, Message(role="user", content=f"n{attempt}"))
+        page = await store.list_messages(chat.chat_id, limit=200)
+        contents = [m.content for m in page.items]
+        for attempt in range(CANCEL_TRIES):
+            kept = [c for c in contents if c.startswith(f"c{attempt}-")]
+            assert len(kept) in (0, 3), f"a cancelled batch was half-written: {kept}"
+            assert f"n{attempt}" in contents
+        assert completed < CANCEL_TRIES, "no append was ever cancelled mid-way"
+
+    @pytest.mark.asyncio
+    async def test_cancelled_chat_writes_leave_the_store_usable(self, store: Store) -> None:
+        for attempt in range(CANCEL_TRIES):
+            iterations = attempt % 16
+            write = (
+                store.create_chat("u-cancel", f"t{attempt}")
+                if attempt % 2
+                else store.update_chat((await store.create_chat("u-c", "t")).chat_id, name="x")
+            )
+            await _cancel_after(write, iterations)
+            chat = await store.create_chat("u-after", f"t{attempt}")
+            assert chat.user_id == "u-after"
+        page = await store.list_chats(ChatFilter(user_id="u-after"), limit=200)
+        assert len(page.items) == CANCEL_TRIES
+
+    @pytest.mark.asyncio
+    async def test_concurrent_writers_on_one_chat_all_succeed(self, store: Store) -> None:
+        chat = await store.create_chat("u-race", "t-race")
+
+        async def writer(n: int) -> list[list[Message]]:
+            return [
+                await store.append_messages(
+                    chat.chat_id,
+                    [Message(role="user", content=f"w{n}-{k}-{i}") for i in range(2)],
+                )
+                for k in range(APPENDS_PER_WRITER)
+            ]
+
+        done = await asyncio.gather(*(writer(n) for n in range(WRITERS)))
+        results = [batch for batches in done for batch in batches]
+        total = 2 * WRITERS * APPENDS_PER_WRITER
+        seqs = sorted(m.seq for batch in results for m in batch if m.seq is not None)
+        assert len(seqs) == total, "an append was lost"
+        assert len(set(seqs)) == total, "a seq was given twice"
+        for batch in results:
+            first, second = batch
+            assert first.seq is not None, "no seq assigned"
+            assert second.seq == first.seq + 1, "a batch was split"
+        seen, cursor = 0, None
+        while True:
+            page = await store.list_messages(chat.chat_id, limit=200, cursor=cursor)
+            seen += len(page.items)
+            if not page.has_more:
+                break
+            cursor = page.next_cursor
+        assert seen == total
+
+    @pytest.mark.asyncio
+    @pytest.mark.parametrize("depth", [MAX_NESTING_DEPTH + 1, 10_000, 100_000])
+    async def test_deep_nesting_is_invalid_content(self, store: Store, depth: int) -> None:
+        chat = await store.create_chat("u-deep", "t-deep")
+        deep = nested(depth)
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
+            "append_message": lambda: store.append_message(
+                chat.chat_id, Message(role="user", metadata=deep)
+            ),
+            "create_chat": lambda: store.create_chat("u-deep", "t-other", metadata=deep),
+            "update_chat": lambda: store.update_chat(chat.chat_id, metadata=deep),
+            "append_messages[list]": lambda: store.append_messages(
+                chat.chat_id, [Message(role="user", metadata={"x": [deep]})]
+            ),
+        }
+        for name, call in calls.items():
+            with pytest.raises(InvalidContent) as caught:
+                await call()
+            assert str(MAX_NESTING_DEPTH) in str(caught.value), name
+        assert (await store.list_messages(chat.chat_id)).items == []
+        assert await store.find_chat("u-deep", "t-other") is None
+
+    @pytest.mark.asyncio
+    async def test_nesting_at_the_limit_round_trips(self, store: Store) -> None:
+        chat = await store.create_chat("u-deep", "t-limit")
+        # The message is level 1 and metadata level 2: this is the deepest allowed.
+        metadata = nested(MAX_NESTING_DEPTH - 1)
+        stored = await store.append_message(chat.chat_id, Message(role="user", metadata=metadata))
+        assert (await store.get_message(stored.message_id)).metadata == metadata
+        (paged,) = (await store.list_messages(chat.chat_id)).items
+        assert paged.metadata == metadata
+
+    @pytest.mark.asyncio
+    async def test_no_call_hands_one_tenants_chat_to_another(self, store: Store) -> None:
+        """Issue 12: ``create_chat`` naming tenant B never returns tenant A's chat."""
+        mine = await store.create_chat("alice", "t1", tenant_id="A", name="secret")
+        await store.append_message(mine.chat_id, Message(role="user", content="private"))
+        with pytest.raises(Conflict):
+            await store.create_chat("alice", "t1", tenant_id="B")
+        again = await store.create_chat("alice", "t1", tenant_id="A")
+        assert again.chat_id == mine.chat_id
+        # Naming no tenant is not naming another one: the live chat, as before.
+        assert (await store.create_chat("alice", "t1")).chat_id == mine.chat_id
+        untenanted = await store.create_chat("bob", "t1")
+        with pytest.raises(Conflict):
+            await store.create_chat("bob", "t1", tenant_id="A")
+        assert (await store.create_chat("bob", "t1")).chat_id == untenanted.chat_id
+        only_b = await store.list_chats(ChatFilter(tenant_id="B"))
+        assert only_b.items == []
+
+    @pytest.mark.asyncio
+    @pytest.mark.parametrize(
+        "bad", [b"u", " u", "u ", "u\n", "\tu", "u\x00", "a\x1bb", "u\u2028", bytearray(b"u")]
+    )
+    async def test_unclean_ids_are_invalid_argument(self, store: Store, bad: Any) -> None:
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
+            "create_chat(user_id)": lambda: store.create_chat(bad, "t"),
+            "create_chat(thread_id)": lambda: store.create_chat("u", bad),
+            "create_chat(tenant_id)": lambda: store.create_chat("u", "t-ten", tenant_id=bad),
+            "find_chat": lambda: store.find_chat(bad, "t"),
+        }
+        for name, call in calls.items():
+            with pytest.raises(InvalidArgument):
+                await call()
+            assert (await store.list_chats(ChatFilter(deleted="include"))).items == [], name
