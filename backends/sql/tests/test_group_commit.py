@@ -9,7 +9,7 @@ from uuid import UUID
 
 import pytest
 
-from threadkeep import ChatNotFound, Conflict, IdempotencyConflict, Message
+from threadkeep import BackendUnavailable, ChatNotFound, Conflict, IdempotencyConflict, Message
 from threadkeep_sql import SqlStore
 from threadkeep_sql._group import MAX_INFLIGHT, GroupCommitter
 
@@ -199,6 +199,10 @@ async def test_a_failing_group_retries_each_append_alone(
         outcome = outcomes[n]
         assert isinstance(outcome, Message), (n, outcome)
         assert outcome.content == str(n)
+    # The failed group's appends to one chat are retried one after another, in arrival order.
+    retried = [outcomes[n] for n in (k, k + 4, k + 5, k + 7)]
+    seqs = [m.seq for m in retried if isinstance(m, Message)]
+    assert seqs == sorted(seqs)
     page = await pg_store.list_messages(chat.chat_id, limit=200)
     assert len(page.items) == 2 + k + 4
     assert len({m.message_id for m in page.items}) == 2 + k + 4
@@ -221,3 +225,31 @@ async def test_a_retry_never_shares_a_group_with_its_original(
     assert [m.content for m in page.items] == ["lead", "x"]
     # One "r" per group: the four repeats are retries in later groups (or alone).
     assert sum(groups) <= 5
+
+
+async def test_a_cancelled_group_leaves_no_caller_waiting(
+    pg_store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat = await pg_store.create_chat("u", "stuck")
+    stuck = asyncio.Event()
+
+    async def hangs(self: GroupCommitter, group: list[Any]) -> dict[int, int]:
+        stuck.set()
+        await asyncio.Event().wait()  # a statement that never comes back
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(GroupCommitter, "_write_group", hangs)
+    tasks = _start(pg_store, chat.chat_id, MAX_INFLIGHT + 5)
+    await asyncio.wait_for(stuck.wait(), timeout=30)
+    committer = pg_store._group
+    assert committer is not None
+    for drainer in list(committer._drainers):
+        drainer.cancel()
+    outcomes = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
+    # The lone appends are written; each append of the cancelled group gets its own
+    # BackendUnavailable (it may or may not be written) instead of waiting forever.
+    assert all(isinstance(o, Message) for o in outcomes[:MAX_INFLIGHT])
+    assert all(isinstance(o, BackendUnavailable) for o in outcomes[MAX_INFLIGHT:])
+    await committer.close()
+    assert not committer._queue
+    assert committer._inflight == 0
