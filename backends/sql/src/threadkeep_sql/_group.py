@@ -13,7 +13,9 @@ next group writes all of them in one statement (one commit), whatever their chat
 - the group statement (:data:`GROUP_APPEND`) locks the group's chats in ``chat_id`` order
   (so two groups, or a group and another writer, never deadlock), leaves out each append
   whose ``agui_id`` the chat stores already and each chat that is not hot, reserves every
-  chat's seqs in one ``UPDATE`` and inserts the messages with ``ON CONFLICT DO NOTHING``;
+  chat's seqs in one ``UPDATE`` (``last_message_at`` only moves forward: a statement that
+  took its time earlier but committed later never sets it back) and inserts the messages
+  with ``ON CONFLICT DO NOTHING``;
   it returns, per input position, the seq of each message actually inserted;
 - each caller gets its own outcome: its seq, or ``None`` (not inserted: the caller reads the
   stored message or finds the chat is not hot, exactly as after a lone append);
@@ -21,7 +23,21 @@ next group writes all of them in one statement (one commit), whatever their chat
   another: two appends of the same ``(chat_id, agui_id)`` never share a group (the second
   waits for the next, where it is a retry), and if the group statement fails as a whole (a
   ``message_id`` taken, a value the database refuses, a lost connection) each append of the
-  group is retried alone, so each caller gets its own result or its own error.
+  group is retried alone (in arrival order within each chat), so each caller gets its own
+  result or its own error;
+- outcomes are matched to callers by key, never by the order rows come back: the group
+  statement returns each inserted message's input position (``ord``, joined on the message's
+  ``(chat_id, seq)``), and within a group a chat's seqs follow the order its appends
+  arrived (``row_number`` over ``ord``). Appends in different statements in flight at once
+  (a lone append, another group) are ordered by the chat's row lock, as without grouping;
+- the store runs writes to completion under cancellation (``shield_writes``, issue 12), so
+  a store caller cancelled while queued has its append written with its group and then gets
+  its ``CancelledError``; no other caller is touched. Called directly, a cancelled
+  :meth:`GroupCommitter.append` still queued is taken out of the queue (nothing written);
+  once sent, its outcome is dropped;
+- :meth:`GroupCommitter.close` waits until every append in flight or queued has its
+  outcome; an append that a cancelled group leaves without an outcome gets
+  ``BackendUnavailable`` (it may or may not be written), so no caller waits forever.
 
 Appends with nested tool calls or reasonings (``message_refs`` rows) and batches go the usual
 way; they are rarer, and their statements are already one round trip.
@@ -36,7 +52,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from threadkeep import PreparedMessage
+from threadkeep import BackendUnavailable, PreparedMessage
 
 from ._schema import escape_key
 
@@ -78,7 +94,8 @@ fresh AS (
 c AS (
     UPDATE chats
        SET next_seq = chats.next_seq + f.n, revision = chats.revision + 1,
-           last_message_at = f.newest, updated_at = f.newest
+           last_message_at = GREATEST(chats.last_message_at, f.newest),
+           updated_at = GREATEST(chats.updated_at, f.newest)
       FROM (SELECT DISTINCT chat_id, n, newest FROM fresh) AS f
      WHERE chats.chat_id = f.chat_id
  RETURNING chats.chat_id, chats.next_seq - f.n AS first_seq
@@ -112,7 +129,7 @@ def _future() -> asyncio.Future[int | None]:
     return asyncio.get_running_loop().create_future()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # found in the queue by identity
 class _Pending:
     chat_id: UUID
     item: PreparedMessage
@@ -141,6 +158,8 @@ class GroupCommitter:
         self._inflight = 0
         self._queue: list[_Pending] = []
         self._drainers: set[asyncio.Task[None]] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def append(self, chat_id: UUID, item: PreparedMessage, now: datetime) -> int | None:
         """Append one message (no nested items); return its seq, or ``None`` if not inserted.
@@ -153,25 +172,51 @@ class GroupCommitter:
                 ``BackendUnavailable``...), never another caller's.
         """
         if self._inflight < MAX_INFLIGHT:
-            self._inflight += 1
+            self._enter()
             try:
                 return await self._lone(chat_id, item, now)
             finally:
-                self._inflight -= 1
-                self._start_drainers()
+                self._leave()
         pending = _Pending(chat_id, item, now)
         self._queue.append(pending)
-        return await asyncio.shield(pending.done)
+        self._idle.clear()
+        try:
+            return await asyncio.shield(pending.done)
+        except asyncio.CancelledError:
+            if pending in self._queue:  # not sent yet: nothing written, others untouched
+                self._queue.remove(pending)
+                self._settle()
+            else:  # sent: its outcome has no one to go to
+                pending.done.add_done_callback(_drop)
+            raise
 
     async def close(self) -> None:
-        """Wait for queued appends to be written (called before the pool closes)."""
-        while self._drainers:
-            await asyncio.gather(*self._drainers, return_exceptions=True)
+        """Wait until every append in flight or queued has its outcome (before the pool closes).
+
+        Appends that arrive while it waits are waited for too.
+        """
+        while not self._idle.is_set() or self._drainers:
+            await self._idle.wait()
+            if self._drainers:
+                await asyncio.gather(*self._drainers, return_exceptions=True)
+
+    def _enter(self) -> None:
+        self._inflight += 1
+        self._idle.clear()
+
+    def _leave(self) -> None:
+        self._inflight -= 1
+        self._start_drainers()
+        self._settle()
+
+    def _settle(self) -> None:
+        if not self._inflight and not self._queue:
+            self._idle.set()
 
     def _start_drainers(self) -> None:
         loop = asyncio.get_running_loop()
         while self._queue and self._inflight < MAX_INFLIGHT:
-            self._inflight += 1
+            self._enter()
             group, self._queue = _take_group(self._queue)
             task = loop.create_task(self._drain(group))
             self._drainers.add(task)
@@ -181,8 +226,10 @@ class GroupCommitter:
         try:
             await self._write(group)
         finally:
-            self._inflight -= 1
-            self._start_drainers()
+            for pending in group:  # cancelled mid-way: no caller may wait forever
+                if not pending.done.done():
+                    pending.done.set_exception(_interrupted())
+            self._leave()
 
     async def _write(self, group: list[_Pending]) -> None:
         if len(group) == 1:
@@ -191,11 +238,15 @@ class GroupCommitter:
         try:
             seqs = await self._write_group(group)
         except Exception:  # noqa: BLE001 - isolate: each append alone gets its own outcome
-            await asyncio.gather(*(self._alone(p) for p in group))
+            await asyncio.gather(*(self._in_order(chat) for chat in _by_chat(group)))
             return
         for index, pending in enumerate(group):
             if not pending.done.done():
                 pending.done.set_result(seqs.get(index))
+
+    async def _in_order(self, appends: list[_Pending]) -> None:
+        for pending in appends:  # one chat's appends, in arrival order
+            await self._alone(pending)
 
     async def _alone(self, pending: _Pending) -> None:
         try:
@@ -227,6 +278,25 @@ class GroupCommitter:
         async with self._raw() as conn:
             rows = await conn.fetch(GROUP_APPEND, *args)
         return {int(ordinal): int(seq) for ordinal, seq in rows}
+
+
+def _drop(done: asyncio.Future[int | None]) -> None:
+    if not done.cancelled():
+        done.exception()  # retrieved: no "exception was never retrieved" for a gone caller
+
+
+def _interrupted() -> BackendUnavailable:
+    return BackendUnavailable(
+        "the group commit writing this append was cancelled; it may or may not be written"
+    )
+
+
+def _by_chat(group: list[_Pending]) -> list[list[_Pending]]:
+    """The group's appends per chat, each chat's in arrival order."""
+    chats: dict[UUID, list[_Pending]] = {}
+    for pending in group:
+        chats.setdefault(pending.chat_id, []).append(pending)
+    return list(chats.values())
 
 
 def _take_group(queue: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:
