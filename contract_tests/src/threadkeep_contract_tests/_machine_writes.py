@@ -6,7 +6,6 @@ from collections.abc import Coroutine
 from typing import Any
 from uuid import UUID, uuid4
 
-import pytest
 from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
@@ -45,16 +44,11 @@ class WriteRules(MachineBase):
         thread = f"thread{data.draw(st.integers(0, 2), label='thread')}"
         tenant = self.tenant(data.draw(st.integers(0, 2), label="tenant"))
         name = data.draw(st.none() | texts, label="name")
-        live = self.model.live_chat(user, thread)
+        live = self.model.live_chat(user, thread, tenant)
         note(
             f"create_chat({user!r}, {thread!r}, tenant={tenant!r}) "
             f"-> {live.label if live else 'new'}"
         )
-        if live is not None and tenant is not None and live.tenant_id != tenant:
-            # Another tenant's live chat is never handed out (issue 12).
-            with pytest.raises(Conflict):
-                self.run(self.store.create_chat(user, thread, tenant_id=tenant, name=name))
-            return
         chat = self.run(self.store.create_chat(user, thread, tenant_id=tenant, name=name))
         assert_utc(chat.created_at, "chat.created_at")
         assert chat.deleted_at is None
@@ -186,7 +180,7 @@ class WriteRules(MachineBase):
         self.begin("restore_chat")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
-        holder = self.model.live_chat(chat.user_id, chat.thread_id)
+        holder = self.model.live_chat(chat.user_id, chat.thread_id, chat.tenant_id)
         note(
             f"restore_chat({chat.label}) deleted={chat.deleted} "
             f"key held by {holder and holder.label}"
