@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 
 revision = "0004"
 down_revision = "0003"
@@ -61,8 +61,45 @@ _REKEY = (
 )
 
 
+_PG_TENANT_KEY = (
+    "UPDATE chats SET dedup_key = encode(sha256("
+    "convert_to('chat', 'UTF8') || '\\x00'::bytea || convert_to(tenant_id, 'UTF8') || "
+    "'\\x00'::bytea || convert_to(user_id, 'UTF8') || '\\x00'::bytea || "
+    "convert_to(thread_id, 'UTF8')), 'hex') WHERE tenant_id IS NOT NULL"
+)
+"""PostgreSQL computes the tenant-aware key in the server (``sha256`` of UTF-8 bytea)."""
+_PG_PLAIN_KEY = (
+    "UPDATE chats SET dedup_key = encode(sha256("
+    "convert_to('chat', 'UTF8') || '\\x00'::bytea || convert_to(user_id, 'UTF8') || "
+    "'\\x00'::bytea || convert_to(thread_id, 'UTF8')), 'hex') WHERE tenant_id IS NOT NULL"
+)
+"""The tenant-less key of the chats with a tenant (the downgrade)."""
+
+_SQLITE_GUARD = (
+    "CREATE TEMP TABLE threadkeep_0004_guard (tenant_chats INTEGER CHECK (tenant_chats = 0))",
+    "INSERT INTO threadkeep_0004_guard SELECT count(*) FROM chats WHERE tenant_id IS NOT NULL",
+    "DROP TABLE threadkeep_0004_guard",
+)
+"""Offline SQLite (``--sql``): SQLite has no SHA-256, so the printed script cannot rekey.
+
+It refuses instead (a CHECK violation) when a chat has a tenant; run ``threadkeep migrate``
+online then. A database without tenant chats needs no rekeying and passes.
+"""
+
+
 def _rekey(*, with_tenant: bool) -> None:
-    """Set ``dedup_key`` of every chat with a tenant, in batches of ``_BATCH`` rows."""
+    """Set ``dedup_key`` of every chat with a tenant (server-side on PostgreSQL)."""
+    if op.get_context().dialect.name == "postgresql":
+        op.execute(_PG_TENANT_KEY if with_tenant else _PG_PLAIN_KEY)
+    elif context.is_offline_mode():
+        for statement in _SQLITE_GUARD:
+            op.execute(statement)
+    else:
+        _rekey_in_python(with_tenant=with_tenant)
+
+
+def _rekey_in_python(*, with_tenant: bool) -> None:
+    """Recompute the keys in Python (SQLite), in batches of ``_BATCH`` rows."""
     bind = op.get_bind()
     query = sa.select(_chats.c.chat_id, _chats.c.user_id, _chats.c.thread_id, _chats.c.tenant_id)
     rows = bind.execute(query.where(_chats.c.tenant_id.is_not(None))).all()
@@ -89,21 +126,31 @@ def downgrade() -> None:
 
     Raises:
         RuntimeError: If two live chats of different tenants share a ``(user_id,
-            thread_id)``: revision 0003 cannot hold both (delete one first).
+            thread_id)`` (checked online): revision 0003 cannot hold both (delete one
+            first). Offline, the unique index refuses the script instead.
     """
-    bind = op.get_bind()
+    if not context.is_offline_mode():
+        _refuse_shared_keys()
+    _rekey(with_tenant=False)
+
+
+def _refuse_shared_keys() -> None:
+    """Raise ``RuntimeError`` if live chats of several tenants share a user and thread."""
     live = _chats.c.deleted_at.is_(None)
-    shared = bind.execute(
-        sa.select(_chats.c.user_id, _chats.c.thread_id)
-        .where(live)
-        .group_by(_chats.c.user_id, _chats.c.thread_id)
-        .having(sa.func.count() > 1)
-        .limit(1)
-    ).first()
+    shared = (
+        op.get_bind()
+        .execute(
+            sa.select(_chats.c.user_id, _chats.c.thread_id)
+            .where(live)
+            .group_by(_chats.c.user_id, _chats.c.thread_id)
+            .having(sa.func.count() > 1)
+            .limit(1)
+        )
+        .first()
+    )
     if shared is not None:
         msg = (
             f"cannot downgrade below 0004: live chats of several tenants share user "
             f"{shared.user_id!r} and thread {shared.thread_id!r}; delete all but one first"
         )
         raise RuntimeError(msg)
-    _rekey(with_tenant=False)
