@@ -12,6 +12,7 @@ from hypothesis.stateful import initialize, precondition, rule
 
 from threadkeep import (
     Boundary,
+    ChatFilter,
     ChatNotFound,
     Conflict,
     IdempotencyConflict,
@@ -23,7 +24,7 @@ from threadkeep import (
     ToolCall,
 )
 
-from ._helpers import assert_utc, body_of
+from ._helpers import assert_utc, body_of, walk_chats
 from ._machine_base import MachineBase, texts
 from ._model import CONFLICT, ModelChat, ModelMessage, is_compaction, same_payload
 
@@ -170,6 +171,13 @@ class WriteRules(MachineBase):
             return
         deleted = self.run(self.store.delete_chat(chat.chat_id))
         assert_utc(deleted.deleted_at, "chat.deleted_at")
+        found = self.run(
+            self.store.find_chat(chat.user_id, chat.thread_id, tenant_id=chat.tenant_id)
+        )
+        assert found is None or found.chat_id != chat.chat_id, "a deleted chat is found"
+        owned = ChatFilter(user_id=chat.user_id, tenant_id=chat.tenant_id)
+        listed = self.run(walk_chats(self.store, owned, limit=50))
+        assert chat.chat_id not in {c.chat_id for c in listed}, "a deleted chat is listed"
         chat.deleted = True
         self.chats_changed = True
 
