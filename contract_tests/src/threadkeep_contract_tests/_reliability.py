@@ -221,6 +221,11 @@ class ReliabilityTests(ContractBase):
         assert all(len(one) == 1 for one in ids.values()), ids
         assert len(set().union(*ids.values())) == 3
         assert all(c.tenant_id == t for c, t in pairs)
+        await store.erase_user("carol")  # removes live chats for good: their keys are free
+        for tenant in ("A", "B", None):
+            assert await store.find_chat("carol", "t-race", tenant_id=tenant) is None
+            anew = await store.create_chat("carol", "t-race", tenant_id=tenant)
+            assert anew.chat_id not in ids[tenant]
 
     @pytest.mark.asyncio
     @pytest.mark.parametrize(

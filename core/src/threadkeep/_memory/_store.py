@@ -152,8 +152,9 @@ class MemoryStore(MemoryRunsMixin, Store):
             row = state.chats.pop(chat_id, None)
             if row is None:
                 return {"chats": 0, "messages": 0, "steps": 0, "runs": 0, "archived_ids": 0}
-            key = (row.user_id, row.thread_id)
-            if state.live_keys.get(key) == chat_id:
+            # The key is the chat's dedup key (tenant included); purges are rare, so a scan.
+            held = [key for key, holder in state.live_keys.items() if holder == chat_id]
+            for key in held:
                 del state.live_keys[key]
             for message in row.messages.values():
                 self._unindex(message)
