@@ -47,6 +47,24 @@ def test_session_key_namespaces_and_parts():
     assert session_deduplication_key("step", "x") != session_deduplication_key("chat", "x")
 
 
+@pytest.mark.parametrize(
+    ("tenant_id", "raw"),
+    [
+        ("acme", b"chat\x00acme\x00user-1\x00thread-1"),
+        ("ä/é", "chat\0ä/é\0user-1\0thread-1".encode()),
+    ],
+)
+def test_a_tenant_is_the_first_part_of_its_chats_key(tenant_id: str, raw: bytes) -> None:
+    """Issue 12: ``sha256("chat" NUL tenant NUL user NUL thread)``; ``None`` is the seed's key."""
+    assert chat_deduplication_key("user-1", "thread-1", tenant_id) == sha256_hex(raw)
+    assert Chat(user_id="user-1", thread_id="thread-1", tenant_id=tenant_id).dedup_key == (
+        sha256_hex(raw)
+    )
+    plain = sha256_hex(b"chat\x00user-1\x00thread-1")
+    assert chat_deduplication_key("user-1", "thread-1", None) == plain
+    assert chat_deduplication_key("user-1", "thread-1", tenant_id) != plain
+
+
 def test_chat_model_exposes_its_dedup_key():
     chat = Chat(user_id="user-1", thread_id="thread-1")
     assert chat.dedup_key == sha256_hex(b"chat\x00user-1\x00thread-1")

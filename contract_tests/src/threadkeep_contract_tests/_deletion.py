@@ -64,7 +64,7 @@ class DeletionTests(ContractBase):
         assert await store.get_tool_call_by_agui_id(chat.chat_id, "call-1") is None
         assert await store.get_reasoning_by_agui_id(chat.chat_id, "think-1") is None
         assert chat.chat_id not in await store.get_last_messages([chat.chat_id])
-        assert await store.find_chat(chat.user_id, chat.thread_id) is None
+        assert await store.find_chat(chat.user_id, chat.thread_id, tenant_id=chat.tenant_id) is None
         for chat_filter in (
             None,
             ChatFilter(user_id=chat.user_id),
@@ -107,7 +107,7 @@ class DeletionTests(ContractBase):
         ].message_id == message.message_id
         listed = await walk_chats(store, ChatFilter(user_id="u-del"), limit=10)
         assert chat.chat_id in {c.chat_id for c in listed}
-        again = await store.create_chat("u-del", "t-restore")
+        again = await store.create_chat("u-del", "t-restore", tenant_id="tenant-a")
         assert again.chat_id == chat.chat_id
         assert not {c.chat_id: c for c in await self.raw_chats(store)}[chat.chat_id].deleted
 
@@ -116,14 +116,14 @@ class DeletionTests(ContractBase):
         """After delete, the same key creates a new chat; restoring the old one then conflicts."""
         old, _ = await _chat_with_everything(store, "u-del", "t-recreate")
         await store.delete_chat(old.chat_id)
-        new = await store.create_chat("u-del", "t-recreate")
+        new = await store.create_chat("u-del", "t-recreate", tenant_id="tenant-a")
         assert new.chat_id != old.chat_id
         assert (await store.list_messages(new.chat_id)).items == []
         with pytest.raises(Conflict):
             await store.restore_chat(old.chat_id)
         with pytest.raises(ChatNotFound):
             await store.get_chat(old.chat_id)
-        found = await store.find_chat("u-del", "t-recreate")
+        found = await store.find_chat("u-del", "t-recreate", tenant_id="tenant-a")
         assert found is not None
         assert found.chat_id == new.chat_id
         raw = [c for c in await self.raw_chats(store) if c.thread_id == "t-recreate"]

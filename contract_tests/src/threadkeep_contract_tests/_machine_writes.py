@@ -6,13 +6,13 @@ from collections.abc import Coroutine
 from typing import Any
 from uuid import UUID, uuid4
 
-import pytest
 from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from threadkeep import (
     Boundary,
+    ChatFilter,
     ChatNotFound,
     Conflict,
     IdempotencyConflict,
@@ -24,7 +24,7 @@ from threadkeep import (
     ToolCall,
 )
 
-from ._helpers import assert_utc, body_of
+from ._helpers import assert_utc, body_of, walk_chats
 from ._machine_base import MachineBase, texts
 from ._model import CONFLICT, ModelChat, ModelMessage, is_compaction, same_payload
 
@@ -45,16 +45,11 @@ class WriteRules(MachineBase):
         thread = f"thread{data.draw(st.integers(0, 2), label='thread')}"
         tenant = self.tenant(data.draw(st.integers(0, 2), label="tenant"))
         name = data.draw(st.none() | texts, label="name")
-        live = self.model.live_chat(user, thread)
+        live = self.model.live_chat(user, thread, tenant)
         note(
             f"create_chat({user!r}, {thread!r}, tenant={tenant!r}) "
             f"-> {live.label if live else 'new'}"
         )
-        if live is not None and tenant is not None and live.tenant_id != tenant:
-            # Another tenant's live chat is never handed out (issue 12).
-            with pytest.raises(Conflict):
-                self.run(self.store.create_chat(user, thread, tenant_id=tenant, name=name))
-            return
         chat = self.run(self.store.create_chat(user, thread, tenant_id=tenant, name=name))
         assert_utc(chat.created_at, "chat.created_at")
         assert chat.deleted_at is None
@@ -176,6 +171,13 @@ class WriteRules(MachineBase):
             return
         deleted = self.run(self.store.delete_chat(chat.chat_id))
         assert_utc(deleted.deleted_at, "chat.deleted_at")
+        found = self.run(
+            self.store.find_chat(chat.user_id, chat.thread_id, tenant_id=chat.tenant_id)
+        )
+        assert found is None or found.chat_id != chat.chat_id, "a deleted chat is found"
+        owned = ChatFilter(user_id=chat.user_id, tenant_id=chat.tenant_id)
+        listed = self.run(walk_chats(self.store, owned, limit=50))
+        assert chat.chat_id not in {c.chat_id for c in listed}, "a deleted chat is listed"
         chat.deleted = True
         self.chats_changed = True
 
@@ -186,7 +188,7 @@ class WriteRules(MachineBase):
         self.begin("restore_chat")
         chat = self.pick_chat(data)
         self.touched.add(chat.chat_id)
-        holder = self.model.live_chat(chat.user_id, chat.thread_id)
+        holder = self.model.live_chat(chat.user_id, chat.thread_id, chat.tenant_id)
         note(
             f"restore_chat({chat.label}) deleted={chat.deleted} "
             f"key held by {holder and holder.label}"

@@ -153,13 +153,14 @@ class StoreModel:
     chats: dict[UUID, ModelChat] = field(default_factory=dict)
     created: int = 0
 
-    def live_chat(self, user_id: str, thread_id: str) -> ModelChat | None:
-        """The live chat of a key, or ``None``."""
+    def live_chat(self, user_id: str, thread_id: str, tenant_id: str | None) -> ModelChat | None:
+        """The live chat of a key ``(tenant_id, user_id, thread_id)``, or ``None``."""
+        key = (tenant_id, user_id, thread_id)
         return next(
             (
                 c
                 for c in self.chats.values()
-                if (c.user_id, c.thread_id) == (user_id, thread_id) and not c.deleted
+                if (c.tenant_id, c.user_id, c.thread_id) == key and not c.deleted
             ),
             None,
         )

@@ -13,7 +13,6 @@ import pytest
 from threadkeep import (
     Capabilities,
     ChatNotFound,
-    Conflict,
     IdempotencyConflict,
     Message,
     PayloadTooLarge,
@@ -143,14 +142,17 @@ class OrderingTests(ContractBase):
         again = await store.create_chat("u-same", "t-same", name="other", tenant_id="a")
         assert again.chat_id == first.chat_id
         assert (again.name, again.tenant_id) == ("original", "a")
-        with pytest.raises(Conflict):  # another tenant's chat is never handed out (issue 12)
-            await store.create_chat("u-same", "t-same", name="other", tenant_id="b")
+        # The tenant is part of the key (issue 12): tenant b gets its own new chat.
+        other_tenant = await store.create_chat("u-same", "t-same", name="other", tenant_id="b")
+        assert other_tenant.chat_id != first.chat_id
+        assert (other_tenant.name, other_tenant.tenant_id) == ("other", "b")
         other_thread = await store.create_chat("u-same", "t-other")
         other_user = await store.create_chat("u-other", "t-same")
         assert len({first.chat_id, other_thread.chat_id, other_user.chat_id}) == 3
-        found = await store.find_chat("u-same", "t-same")
+        found = await store.find_chat("u-same", "t-same", tenant_id="a")
         assert found is not None
         assert found.chat_id == first.chat_id
+        assert await store.find_chat("u-same", "t-same") is None
 
     @pytest.mark.asyncio
     async def test_append_to_unknown_chat_raises(self, store: Store) -> None:

@@ -171,21 +171,61 @@ class ReliabilityTests(ContractBase):
 
     @pytest.mark.asyncio
     async def test_no_call_hands_one_tenants_chat_to_another(self, store: Store) -> None:
-        """Issue 12: ``create_chat`` naming tenant B never returns tenant A's chat."""
-        mine = await store.create_chat("alice", "t1", tenant_id="A", name="secret")
-        await store.append_message(mine.chat_id, Message(role="user", content="private"))
-        with pytest.raises(Conflict):
-            await store.create_chat("alice", "t1", tenant_id="B")
-        again = await store.create_chat("alice", "t1", tenant_id="A")
-        assert again.chat_id == mine.chat_id
-        # Naming no tenant is not naming another one: the live chat, as before.
-        assert (await store.create_chat("alice", "t1")).chat_id == mine.chat_id
-        untenanted = await store.create_chat("bob", "t1")
-        with pytest.raises(Conflict):
-            await store.create_chat("bob", "t1", tenant_id="A")
-        assert (await store.create_chat("bob", "t1")).chat_id == untenanted.chat_id
-        only_b = await store.list_chats(ChatFilter(tenant_id="B"))
-        assert only_b.items == []
+        """Issue 12: a chat's identity is ``(tenant_id, user_id, thread_id)``.
+
+        Tenants A, B and none each get their own live chat for one user and thread from
+        ``create_chat``, and ``find_chat`` finds only the chat of the tenant it names.
+        """
+        a = await store.create_chat("alice", "t1", tenant_id="A", name="secret")
+        await store.append_message(a.chat_id, Message(role="user", content="private"))
+        b = await store.create_chat("alice", "t1", tenant_id="B", name="mine")
+        plain = await store.create_chat("alice", "t1", name="plain")
+        assert len({a.chat_id, b.chat_id, plain.chat_id}) == 3
+        assert [(c.tenant_id, c.name) for c in (b, plain)] == [("B", "mine"), (None, "plain")]
+        assert (await store.list_messages(b.chat_id)).items == []
+        for tenant, chat in (("A", a), ("B", b), (None, plain)):
+            again = await store.create_chat("alice", "t1", tenant_id=tenant, name="other")
+            found = await store.find_chat("alice", "t1", tenant_id=tenant)
+            assert found is not None
+            assert (again.chat_id, found.chat_id) == (chat.chat_id, chat.chat_id), tenant
+            assert (again.tenant_id, found.tenant_id, found.name) == (tenant, tenant, chat.name)
+        assert await store.find_chat("alice", "t1", tenant_id="C") is None
+        listed = await store.list_chats(ChatFilter(user_id="alice", tenant_id="B"))
+        assert [c.chat_id for c in listed.items] == [b.chat_id]
+        with pytest.raises(InvalidArgument):  # the tenant is identity: it never changes
+            await store.update_chat(b.chat_id, tenant_id="A")
+
+    @pytest.mark.asyncio
+    async def test_tenants_delete_restore_and_race_on_their_own_keys(self, store: Store) -> None:
+        """Deleting, restoring and racing creates of one tenant's chat never touch another's."""
+        a = await store.create_chat("alice", "t2", tenant_id="A")
+        b = await store.create_chat("alice", "t2", tenant_id="B")
+        await store.delete_chat(a.chat_id)
+        assert await store.find_chat("alice", "t2", tenant_id="A") is None
+        kept = await store.find_chat("alice", "t2", tenant_id="B")
+        assert kept is not None
+        assert kept.chat_id == b.chat_id
+        assert await store.find_chat("alice", "t2") is None
+        fresh = await store.create_chat("alice", "t2", tenant_id="A")
+        assert fresh.chat_id not in (a.chat_id, b.chat_id)
+        with pytest.raises(Conflict):  # A's key is held again, by A's new chat
+            await store.restore_chat(a.chat_id)
+        await store.delete_chat(fresh.chat_id)
+        assert (await store.restore_chat(a.chat_id)).chat_id == a.chat_id
+        tenants = ["A", "B", None] * 6
+        raced = await asyncio.gather(
+            *(store.create_chat("carol", "t-race", tenant_id=t) for t in tenants)
+        )
+        pairs = list(zip(raced, tenants, strict=True))
+        ids = {t: {c.chat_id for c, u in pairs if u == t} for t in tenants}
+        assert all(len(one) == 1 for one in ids.values()), ids
+        assert len(set().union(*ids.values())) == 3
+        assert all(c.tenant_id == t for c, t in pairs)
+        await store.erase_user("carol")  # removes live chats for good: their keys are free
+        for tenant in ("A", "B", None):
+            assert await store.find_chat("carol", "t-race", tenant_id=tenant) is None
+            anew = await store.create_chat("carol", "t-race", tenant_id=tenant)
+            assert anew.chat_id not in ids[tenant]
 
     @pytest.mark.asyncio
     @pytest.mark.parametrize(

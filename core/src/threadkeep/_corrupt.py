@@ -254,14 +254,40 @@ def window(
         ``(items, corrupt, has_more, last_seq)``: the page's rows (newest first), the
         damaged rows inside the page, whether anything follows, and the position the next
         cursor starts before (the oldest row in the page, damaged or not).
+
+    The driver's rows keep the order it returned them in: only the damaged rows are
+    placed among them by seq. A driver that returns a page out of seq order is wrong,
+    and the contract suite must see it (sorting here once hid it).
     """
-    entries: list[tuple[int, T | None, CorruptRecord | None]] = [
-        (seq_of(row) or 0, row, None) for row in rows
-    ]
-    entries += [(e.seq if type(e.seq) is int else -1, None, e) for e in skipped]
-    entries.sort(key=lambda entry: entry[0], reverse=True)
+    entries = _merged(rows, skipped, seq_of)
     kept = entries[:size]
     items = [row for _, row, _ in kept if row is not None]
     corrupt = [CorruptRow.of(error) for _, _, error in kept if error is not None]
     last = next((seq for seq, _, _ in reversed(kept) if seq >= 0), None)
     return items, corrupt, len(entries) > size, last
+
+
+def _merged(
+    rows: list[T], skipped: list[CorruptRecord], seq_of: Callable[[T], int | None]
+) -> list[tuple[int, T | None, CorruptRecord | None]]:
+    """Place each damaged row before the first driver row with a lower seq.
+
+    Returns:
+        ``(seq, row, None)`` for the driver's rows, in the driver's order, and ``(seq, None,
+        error)`` for the damaged ones (seq ``-1`` when it is unknown: they go last).
+    """
+    damaged = sorted(
+        ((e.seq if type(e.seq) is int else -1, e) for e in skipped),
+        key=lambda entry: entry[0],
+        reverse=True,
+    )
+    merged: list[tuple[int, T | None, CorruptRecord | None]] = []
+    index = 0
+    for row in rows:
+        seq = seq_of(row) or 0
+        while index < len(damaged) and damaged[index][0] > seq:
+            merged.append((damaged[index][0], None, damaged[index][1]))
+            index += 1
+        merged.append((seq, row, None))
+    merged += [(seq, None, error) for seq, error in damaged[index:]]
+    return merged

@@ -44,18 +44,29 @@ def session_deduplication_key(namespace: str, *parts: str) -> str:
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()[:DEDUPLICATION_KEY_LENGTH]
 
 
-def chat_deduplication_key(user_id: str | UUID, thread_id: str) -> str:
-    """Return the dedup key of the live chat for ``(user_id, thread_id)``.
+def chat_deduplication_key(
+    user_id: str | UUID, thread_id: str, tenant_id: str | None = None
+) -> str:
+    """Return the dedup key of the live chat for ``(tenant_id, user_id, thread_id)``.
+
+    A chat's identity is ``(tenant_id, user_id, thread_id)`` (SPEC section 2, "Identity";
+    issue 12): two tenants may each hold a live chat for one user and thread.
 
     Args:
         user_id: The owning user (a UUID is used in its canonical hyphenated form).
         thread_id: The caller's thread key (the AG-UI ``thread_id``).
+        tenant_id: The chat's tenant, or ``None`` for a chat without one.
 
     Returns:
-        ``sha256("chat" NUL user_id NUL thread_id)`` as 64 lowercase hex characters
-        (SPEC section 2, "Identity").
+        64 lowercase hex characters: without a tenant ``sha256("chat" NUL user_id NUL
+        thread_id)``, exactly the seed's key (its test vectors hold); with a tenant
+        ``sha256("chat" NUL tenant_id NUL user_id NUL thread_id)``. The two forms never
+        collide for clean ids: the tenant form hashes one more NUL-separated part, and
+        ids hold no NUL (``as_key``).
     """
-    return session_deduplication_key("chat", str(user_id), thread_id)
+    if tenant_id is None:
+        return session_deduplication_key("chat", str(user_id), thread_id)
+    return session_deduplication_key("chat", tenant_id, str(user_id), thread_id)
 
 
 def normalize_participant_id(raw: str | None) -> str | None:

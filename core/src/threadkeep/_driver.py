@@ -144,7 +144,10 @@ class DriverPrimitives(ABC):
 
     @abstractmethod
     async def _insert_chat(self, chat: Chat) -> Chat:
-        """Insert ``chat`` unless a live chat has its ``(user_id, thread_id)``; return the winner.
+        """Insert ``chat`` unless a live chat has its identity; return the winner.
+
+        The identity is ``(tenant_id, user_id, thread_id)`` (``chat.dedup_key``): a live
+        chat of another tenant, or without one, does not hold the key.
 
         Atomic: under N concurrent calls for one key exactly one chat is created and every
         call returns it (no error). The new chat gets the next store-wide ``seq``. Deleted
@@ -156,8 +159,15 @@ class DriverPrimitives(ABC):
         """Return the chat, deleted or not, or ``None`` if it does not exist."""
 
     @abstractmethod
-    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
-        """Return the live (not deleted) chat of ``(user_id, thread_id)``, or ``None``."""
+    async def _find_live_chat(
+        self, user_id: str, thread_id: str, tenant_id: str | None = None
+    ) -> Chat | None:
+        """Return the live (not deleted) chat of ``(tenant_id, user_id, thread_id)``.
+
+        ``tenant_id=None`` is a tenant of its own: it finds only a chat without a tenant.
+        Return ``None`` when there is no such live chat. The store passes ``tenant_id`` as
+        a keyword only when it is set.
+        """
 
     @abstractmethod
     async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:

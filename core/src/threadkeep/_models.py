@@ -225,7 +225,7 @@ class Message(_Record):
 
 
 class Chat(_Record):
-    """One conversation thread; exactly one live chat exists per ``(user_id, thread_id)``.
+    """One conversation thread: one live chat per ``(tenant_id, user_id, thread_id)``.
 
     ``seq`` is the store-assigned creation order that ``list_chats`` pages by (newest first).
     """
@@ -251,8 +251,11 @@ class Chat(_Record):
 
     @property
     def dedup_key(self) -> str:
-        """The 64-hex dedup key of ``(user_id, thread_id)`` (see ``chat_deduplication_key``)."""
-        return chat_deduplication_key(self.user_id, self.thread_id)
+        """The 64-hex dedup key of ``(tenant_id, user_id, thread_id)``.
+
+        See ``chat_deduplication_key``: a chat without a tenant keeps the seed's key.
+        """
+        return chat_deduplication_key(self.user_id, self.thread_id, self.tenant_id)
 
 
 MessageInput: TypeAlias = Union[Message, Mapping[str, Any]]  # noqa: UP007 - __doc__ settable

@@ -19,9 +19,7 @@ from ._store_core import StoreCore
 
 __all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
 
-_MUTABLE_CHAT_FIELDS = frozenset(
-    {"name", "agent_id", "channel", "tenant_id", "team_id", "share", "metadata"}
-)
+_MUTABLE_CHAT_FIELDS = frozenset({"name", "agent_id", "channel", "team_id", "share", "metadata"})
 _CAS_ATTEMPTS = 16
 
 
@@ -118,19 +116,21 @@ class ChatOps(StoreCore):
         share: Share = Share.PRIVATE,
         metadata: dict[str, Any] | None = None,
     ) -> Chat:
-        """Return the live chat of ``(user_id, thread_id)``, creating it if there is none.
+        """Return the live chat of ``(tenant_id, user_id, thread_id)``, creating it if none.
 
         Idempotent under concurrency: N parallel calls for one key return one chat and never
         raise for the race (SPEC section 3). When the chat exists, the other arguments are
         ignored and the stored chat is returned unchanged. After the chat is deleted, the
-        same key creates a new chat.
+        same key creates a new chat. The tenant is part of the key: a caller naming tenant
+        B never gets tenant A's chat (nor a chat without a tenant), but B's own.
 
         Args:
             user_id: The owner (non-empty).
             thread_id: The caller's thread key (non-empty), for example the AG-UI thread id.
             agent_id: The agent the chat talks to.
             channel: Where the chat happens (``"widget"``, ``"telegram"``, ``"api"``...).
-            tenant_id: The tenant; filters never return another tenant's chats.
+            tenant_id: The tenant, part of the chat's identity (``None`` is a tenant of its
+                own); filters never return another tenant's chats.
             team_id: The owner's team (used when ``share`` is ``team``).
             name: A display name.
             share: ``private`` (owner only) or ``team`` (a :class:`Share` or its value).
@@ -145,9 +145,6 @@ class ChatOps(StoreCore):
                 character (``as_key``), or the name is not a ``str``.
             InvalidContent: If a string holds a lone surrogate, or metadata holds NaN or
                 infinity.
-            Conflict: If ``tenant_id`` is given and the live chat of ``(user_id,
-                thread_id)`` belongs to another tenant, or to none (nothing of it is
-                returned). Without ``tenant_id`` the live chat is returned, as before.
             BackendUnavailable: If the backend fails.
         """
         self._require_open()
@@ -171,16 +168,7 @@ class ChatOps(StoreCore):
             },
         )
         self.record_body(chat)
-        stored = await self._insert_chat(chat)
-        if chat.tenant_id is not None and stored.tenant_id != chat.tenant_id:
-            # The live chat of (user_id, thread_id) belongs to another tenant: never hand
-            # it to a caller naming this one (SPEC section 3, "Ordering and identity").
-            msg = (
-                f"the live chat of user {chat.user_id!r} and thread {chat.thread_id!r} belongs "
-                "to another tenant; thread ids must not repeat for a user across tenants"
-            )
-            raise Conflict(msg)
-        return stored
+        return await self._insert_chat(chat)
 
     async def get_chat(
         self, chat_id: UUID | str, *, viewer: Viewer | Mapping[str, Any] | None = None
@@ -211,24 +199,32 @@ class ChatOps(StoreCore):
             raise ChatNotFound(f"no live chat {chat_id} visible to user {seen_by.user_id!r}")
         return chat
 
-    async def find_chat(self, user_id: str, thread_id: str) -> Chat | None:
-        """Return the live chat of ``(user_id, thread_id)``, or ``None``.
+    async def find_chat(
+        self, user_id: str, thread_id: str, *, tenant_id: str | None = None
+    ) -> Chat | None:
+        """Return the live chat of ``(tenant_id, user_id, thread_id)``, or ``None``.
 
         Args:
             user_id: The owner (non-empty).
             thread_id: The caller's thread key (non-empty).
+            tenant_id: The tenant (part of the chat's identity). ``None`` finds only a chat
+                without a tenant: a tenant's chat is never found without naming it.
 
         Returns:
             The live chat (active or archived), or ``None`` if there is none (deleted chats
             are not found).
 
         Raises:
-            InvalidArgument: If ``user_id`` or ``thread_id`` is not a non-empty ``str``.
+            InvalidArgument: If ``user_id``, ``thread_id`` or ``tenant_id`` is not a clean,
+                non-empty ``str`` (``as_key``).
             BackendUnavailable: If the backend fails.
         """
         self._require_open()
+        user_id, thread_id = as_key(user_id, "user_id"), as_key(thread_id, "thread_id")
+        if tenant_id is None:
+            return await self._find_live_chat(user_id, thread_id)
         return await self._find_live_chat(
-            as_key(user_id, "user_id"), as_key(thread_id, "thread_id")
+            user_id, thread_id, tenant_id=as_key(tenant_id, "tenant_id")
         )
 
     async def update_chat(self, chat_id: UUID | str, /, **changes: Any) -> Chat:
@@ -236,8 +232,9 @@ class ChatOps(StoreCore):
 
         Args:
             chat_id: The chat (a ``UUID`` or its text form).
-            **changes: Any of ``name``, ``agent_id``, ``channel``, ``tenant_id``,
-                ``team_id``, ``share``, ``metadata`` (replaced whole).
+            **changes: Any of ``name``, ``agent_id``, ``channel``, ``team_id``, ``share``,
+                ``metadata`` (replaced whole). ``tenant_id`` is part of the chat's identity
+                (like ``user_id`` and ``thread_id``) and does not change.
 
         Returns:
             The updated chat (``revision`` and ``updated_at`` advanced).
@@ -309,7 +306,7 @@ class ChatOps(StoreCore):
 
         Raises:
             ChatNotFound: If the chat does not exist (or was purged).
-            Conflict: If another live chat now holds its ``(user_id, thread_id)``.
+            Conflict: If another live chat now holds its ``(tenant_id, user_id, thread_id)``.
             InvalidArgument: If ``chat_id`` is not an id.
             ArchiveError / ArchiveIntegrityError / UnknownDriver: If its bundle cannot be
                 read back (see ``docs/archive.md``).

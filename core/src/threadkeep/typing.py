@@ -56,8 +56,10 @@ class ChatRepository(Protocol):
         """Return a live chat; raise ``ChatNotFound`` if missing, deleted or not visible."""
         ...
 
-    async def find_chat(self, user_id: str, thread_id: str) -> Chat | None:
-        """Return the live chat of ``(user_id, thread_id)``, or ``None``."""
+    async def find_chat(
+        self, user_id: str, thread_id: str, *, tenant_id: str | None = None
+    ) -> Chat | None:
+        """Return the live chat of ``(tenant_id, user_id, thread_id)``, or ``None``."""
         ...
 
     async def rename_chat(self, chat_id: UUID, name: str) -> Chat:

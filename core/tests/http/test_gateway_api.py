@@ -274,7 +274,7 @@ async def test_cancel_stops_the_callers_run_and_keys_do_not_cross_people(store, 
         runs = f"/agents/{AGENT}/chat/runs"
         streaming = asyncio.create_task(http.post(runs, json=_run_input("k", "r1"), headers=alice))
         await asyncio.wait_for(slow.started.wait(), 30)
-        chat = await store.find_chat("alice", "k")
+        chat = await store.find_chat("alice", "k", tenant_id="acme")
         cancel = f"/agents/{AGENT}/chat/threads/{chat.chat_id}/runs/r1/cancel"
         assert (await http.post(cancel, headers=bob)).status_code == 404
         answer = await http.post(cancel, headers=alice)
@@ -296,7 +296,7 @@ async def test_cancel_stops_the_callers_run_and_keys_do_not_cross_people(store, 
         mine = asyncio.create_task(http.post(runs, json=_run_input("k", "r2"), headers=bob))
         await asyncio.wait_for(slow.started.wait(), 30)
         for user, task in (("alice", theirs), ("bob", mine)):
-            own = await store.find_chat(user, "k")
+            own = await store.find_chat(user, "k", tenant_id="acme")
             path = f"/agents/{AGENT}/chat/threads/{own.chat_id}/runs/r2/cancel"
             headers = bearer(token(user))
             assert (await http.post(path, headers=headers)).json() == {"cancelled": True}

@@ -1,16 +1,25 @@
 """Chat primitives: one session per chat, found by dedup key, registry or description.
 
-A chat is a session with ``dedup_key = chat_deduplication_key(user_id, thread_id)`` (so N
-concurrent creates adopt one session), description ``//chat/<chat_id>/``, the owner's
-participant id, and the chat record in its metadata. Its ``seq`` is the session's
-space-wide ``sequence_id`` and its ``revision`` is the session's version, which the service
-grows on every write to the session or its events.
+A chat is a session with ``dedup_key = chat.dedup_key`` (``chat_deduplication_key(user_id,
+thread_id, tenant_id)``, so N concurrent creates adopt one session), description
+``//chat/<chat_id>/``, the owner's participant id, and the chat record in its metadata.
+Its ``seq`` is the session's space-wide ``sequence_id`` and its ``revision`` is the
+session's version, which the service grows on every write to the session or its events.
 
 Soft delete writes ``deleted_at`` into the metadata first (the source of truth for every
 reader), then soft-deletes the session, which frees the dedup key. If that second call is
 lost the next ``create_chat`` of the key adopts the half-deleted session, finishes the
 delete and creates afresh. Restore runs the other way: undelete the session (the service
 refuses if another live chat holds the key), then clear ``deleted_at``.
+
+Tenant keys and older sessions (issue 12). A session's dedup key cannot change, and a chat
+with a tenant created before the key included the tenant holds the tenant-less key. The
+rule: a call naming a tenant first asks for the tenant-aware key and then, if no live
+session holds it, for the tenant-less one, whose chat it takes only when that chat is of
+the same tenant (the tenant's older chat). A call naming no tenant takes the chat of the
+tenant-less key only when it has no tenant; if an older chat of a tenant holds that key,
+``create_chat`` without a tenant raises ``Conflict`` (never hands that chat out) until the
+older chat is deleted. Chats created since keep their tenant in the key.
 """
 
 from __future__ import annotations
@@ -35,6 +44,10 @@ class ChatPrimitives(MemServiceBase):
 
     @mapped
     async def _insert_chat(self, chat: Chat) -> Chat:
+        if chat.tenant_id is not None:
+            older = await self._older_tenant_chat(chat.user_id, chat.thread_id, chat.tenant_id)
+            if older is not None:
+                return older
         document = self._chat_document(chat, chat.last_message_at)
         for _ in range(ATTEMPTS):
             session, created = await self.service.create_session(
@@ -45,6 +58,13 @@ class ChatPrimitives(MemServiceBase):
                 metadata=document,
             )
             stored = self._chat_of(session)
+            if not created and stored.deleted_at is None and stored.tenant_id != chat.tenant_id:
+                msg = (
+                    f"an older chat of tenant {stored.tenant_id!r} holds the key of user "
+                    f"{chat.user_id!r} and thread {chat.thread_id!r} without a tenant; "
+                    "delete it to create a chat without a tenant there"
+                )
+                raise Conflict(msg)
             if created or stored.deleted_at is None:
                 self.registry.register(stored.chat_id, session.session_id)
                 if created:
@@ -71,14 +91,35 @@ class ChatPrimitives(MemServiceBase):
         return None if found is None else found[1]
 
     @mapped
-    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
+    async def _find_live_chat(
+        self, user_id: str, thread_id: str, tenant_id: str | None = None
+    ) -> Chat | None:
+        found = await self._live_chat_of_key(
+            Chat(user_id=user_id, thread_id=thread_id, tenant_id=tenant_id).dedup_key,
+            (tenant_id, user_id, thread_id),
+        )
+        if found is None and tenant_id is not None:
+            return await self._older_tenant_chat(user_id, thread_id, tenant_id)
+        return found
+
+    async def _older_tenant_chat(self, user_id: str, thread_id: str, tenant_id: str) -> Chat | None:
+        """The tenant's live chat created under the tenant-less key (module docstring)."""
         key = Chat(user_id=user_id, thread_id=thread_id).dedup_key
+        return await self._live_chat_of_key(key, (tenant_id, user_id, thread_id))
+
+    async def _live_chat_of_key(
+        self, key: str, identity: tuple[str | None, str, str]
+    ) -> Chat | None:
+        """The live chat of the session holding ``key``, if its identity is ``identity``."""
         try:
             session = await self.service.find_session(self.space_id, dedup_key=key)
         except NotFoundError:
             return None
         chat = self._chat_of(session)
-        if chat.deleted_at is not None or (chat.user_id, chat.thread_id) != (user_id, thread_id):
+        if (
+            chat.deleted_at is not None
+            or (chat.tenant_id, chat.user_id, chat.thread_id) != identity
+        ):
             return None
         self.registry.register(chat.chat_id, session.session_id)
         return chat

@@ -3,7 +3,7 @@
 Design (the service has no transactions and no query across sessions; see the emulator in
 :mod:`threadkeep_memservice.emulator` for its exact rules):
 
-- **One session per chat.** ``dedup_key = chat_deduplication_key(user_id, thread_id)``:
+- **One session per chat.** ``dedup_key = chat_deduplication_key(user_id, thread_id, tenant_id)``:
   concurrent creates adopt one session. Description ``//chat/<chat_id>/``, the owner's
   participant id, the chat record in metadata. ``seq`` is the session's space-wide
   ``sequence_id``; ``revision`` is the session version, which the service grows on every

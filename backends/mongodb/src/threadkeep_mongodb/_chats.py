@@ -24,7 +24,7 @@ class MongoChatsMixin(MongoBase):
     """Chats: idempotent create on a partial unique index, compare-and-set updates, pages."""
 
     async def _insert_chat(self, chat: Chat) -> Chat:
-        key = chat_deduplication_key(chat.user_id, chat.thread_id)
+        key = chat.dedup_key
         with map_errors("create a chat"):
             for _ in range(_CREATE_ATTEMPTS):
                 found = await self._cols.chats.find_one({"dedup_key": key, "live": True})
@@ -68,8 +68,10 @@ class MongoChatsMixin(MongoBase):
             doc = await self._cols.chats.find_one({"_id": chat_id})
         return None if doc is None else self._chat_from_doc(doc)
 
-    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
-        key = chat_deduplication_key(user_id, thread_id)
+    async def _find_live_chat(
+        self, user_id: str, thread_id: str, tenant_id: str | None = None
+    ) -> Chat | None:
+        key = chat_deduplication_key(user_id, thread_id, tenant_id)
         with map_errors("find a chat"):
             doc = await self._cols.chats.find_one({"dedup_key": key, "live": True})
         return None if doc is None else self._chat_from_doc(doc)

@@ -18,7 +18,6 @@ from threadkeep import (
     Step,
     StepStatus,
     Unreadable,
-    chat_deduplication_key,
 )
 
 from ._schema import CHUNK_BYTES, INLINE_BODY_BYTES
@@ -150,7 +149,7 @@ def chat_fields(chat: Chat, body: str) -> Document:
     """
     live = chat.deleted_at is None
     return {
-        "dedup_key": chat_deduplication_key(chat.user_id, chat.thread_id),
+        "dedup_key": chat.dedup_key,
         "live": live,
         "writable": live and chat.status is ChatStatus.ACTIVE,
         "user_id": chat.user_id,

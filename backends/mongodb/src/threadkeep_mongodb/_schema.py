@@ -88,8 +88,12 @@ __all__ = [
     "indexes",
 ]
 
-SCHEMA_VERSION = 1
-"""Stored in ``meta``; a store refuses a database written by a newer schema."""
+SCHEMA_VERSION = 2
+"""Stored in ``meta``; a store refuses a database written by a newer schema.
+
+Version 2 keys a chat with a tenant on ``(tenant_id, user_id, thread_id)``; a version-1
+database is upgraded on open (``_upgrade.upgrade_schema``).
+"""
 
 INLINE_BODY_BYTES = 12 * 1024 * 1024
 """Bodies up to 12 MiB (UTF-8) stay in the message document; larger ones go to chunks.

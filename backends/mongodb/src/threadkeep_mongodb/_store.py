@@ -21,6 +21,7 @@ from ._config import check_prefix, check_url, database_name
 from ._errors import is_duplicate_key, map_errors
 from ._messages import MongoMessagesMixin
 from ._schema import SCHEMA_VERSION, collection_names, indexes
+from ._upgrade import upgrade_schema
 
 __all__ = ["MongoStore"]
 
@@ -178,6 +179,7 @@ class MongoStore(
                 "threadkeep-mongodb"
             )
             raise BackendUnavailable(msg)
+        await upgrade_schema(meta, self._cols.chats, _SCHEMA)
 
     async def _close(self) -> None:
         client, self._client_or_none, self._cols_or_none = self._client_or_none, None, None

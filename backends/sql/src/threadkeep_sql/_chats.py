@@ -8,7 +8,7 @@ from uuid import UUID
 
 import sqlalchemy as sa
 
-from threadkeep import Chat, ChatFilter, Conflict, Share, chat_matches
+from threadkeep import Chat, ChatFilter, Conflict, Share, chat_deduplication_key, chat_matches
 
 from ._base import SqlBase
 from ._errors import map_native_errors
@@ -214,7 +214,7 @@ class ChatsMixin(SqlBase):
                 seq = (await conn.execute(stmt, values)).scalar_one_or_none()
             if seq is not None:
                 return chat.model_copy(update={"seq": seq, "revision": 0})
-            existing = await self._find_live_chat(chat.user_id, chat.thread_id)
+            existing = await self._find_live_chat(chat.user_id, chat.thread_id, chat.tenant_id)
             if existing is not None:
                 return existing
         raise Conflict(f"the chat ({chat.user_id!r}, {chat.thread_id!r}) kept changing; retry")
@@ -224,8 +224,10 @@ class ChatsMixin(SqlBase):
             row = await run.first(_GET_CHAT, {"chat_id": chat_id})
         return None if row is None else self._chat_row(row)
 
-    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
-        key = Chat(user_id=user_id, thread_id=thread_id).dedup_key
+    async def _find_live_chat(
+        self, user_id: str, thread_id: str, tenant_id: str | None = None
+    ) -> Chat | None:
+        key = chat_deduplication_key(user_id, thread_id, tenant_id)
         async with self._db.runner() as run:
             row = await run.first(_FIND_LIVE, {"dedup_key": key})
         return None if row is None else self._chat_row(row)

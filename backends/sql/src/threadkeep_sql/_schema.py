@@ -11,9 +11,10 @@ Layout (SPEC sections 2 and 5):
   per-chat message and step seqs; ``revision`` is bumped by every write to the chat or its
   messages. Every ``ChatFilter`` field has a column (``name_folded`` holds
   ``name.casefold()`` for the keyword filter); the full record is the JSON ``body``.
-  The live key: a partial unique index on ``dedup_key`` (``sha256`` of ``user_id`` and
-  ``thread_id``, SPEC section 2) where ``deleted_at IS NULL``, so deleted chats do not hold
-  it and index entries stay 64 bytes whatever the ids' length.
+  The live key: a partial unique index on ``dedup_key`` (``chat_deduplication_key``: the
+  ``sha256`` of ``tenant_id`` when set, ``user_id`` and ``thread_id``, SPEC section 2)
+  where ``deleted_at IS NULL``, so deleted chats do not hold it and index entries stay 64
+  bytes whatever the ids' length.
 - ``messages``: primary key ``(chat_id, seq)``, the keyset index every page walks; unique
   ``message_id``; partial unique ``(chat_id, agui_id)`` where ``agui_id`` is not null. The
   body is TEXT holding ``PreparedMessage.body`` (JSON escapes U+0000, so PostgreSQL ``text``

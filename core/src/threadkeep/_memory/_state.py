@@ -91,7 +91,7 @@ class MemoryState:
     secret: bytes | None = None
     chat_seq: int = 0
     chats: dict[UUID, ChatRow] = field(default_factory=dict)
-    live_keys: dict[tuple[str, str], UUID] = field(default_factory=dict)
+    live_keys: dict[str, UUID] = field(default_factory=dict)  # by Chat.dedup_key
     message_index: dict[UUID, tuple[UUID, int]] = field(default_factory=dict)
     agui_index: dict[tuple[UUID, str], int] = field(default_factory=dict)
     steps: dict[UUID, StepRow] = field(default_factory=dict)

@@ -12,6 +12,7 @@ from uuid import UUID
 from .._capabilities import Capabilities
 from .._content import PreparedMessage
 from .._corrupt import skip_damaged
+from .._dedup import chat_deduplication_key
 from .._driver import NestedKind
 from .._errors import Conflict, IdempotencyConflict
 from .._filters import chat_matches, message_matches
@@ -77,7 +78,7 @@ class MemoryStore(MemoryRunsMixin, Store):
         await asyncio.sleep(0)
         state = self._state
         with state.lock:
-            key = (chat.user_id, chat.thread_id)
+            key = chat.dedup_key
             if key in state.live_keys:
                 return self._chat(state.chats[state.live_keys[key]])
             state.chat_seq += 1
@@ -98,9 +99,12 @@ class MemoryStore(MemoryRunsMixin, Store):
             row = self._state.chats.get(chat_id)
             return None if row is None else self._chat(row)
 
-    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
+    async def _find_live_chat(
+        self, user_id: str, thread_id: str, tenant_id: str | None = None
+    ) -> Chat | None:
+        key = chat_deduplication_key(user_id, thread_id, tenant_id)
         with self._state.lock:
-            chat_id = self._state.live_keys.get((user_id, thread_id))
+            chat_id = self._state.live_keys.get(key)
             return None if chat_id is None else self._chat(self._state.chats[chat_id])
 
     async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
@@ -110,7 +114,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             row = state.chats.get(chat.chat_id)
             if row is None or (expected_revision is not None and row.revision != expected_revision):
                 return None
-            key = (row.user_id, row.thread_id)
+            key = chat.dedup_key  # tenant, user and thread never change
             deleted = chat.deleted_at is not None
             if row.deleted and not deleted and key in state.live_keys:
                 raise Conflict(
@@ -148,8 +152,9 @@ class MemoryStore(MemoryRunsMixin, Store):
             row = state.chats.pop(chat_id, None)
             if row is None:
                 return {"chats": 0, "messages": 0, "steps": 0, "runs": 0, "archived_ids": 0}
-            key = (row.user_id, row.thread_id)
-            if state.live_keys.get(key) == chat_id:
+            # The key is the chat's dedup key (tenant included); purges are rare, so a scan.
+            held = [key for key, holder in state.live_keys.items() if holder == chat_id]
+            for key in held:
                 del state.live_keys[key]
             for message in row.messages.values():
                 self._unindex(message)

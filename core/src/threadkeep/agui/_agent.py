@@ -184,7 +184,7 @@ class StorageAgent(EventFolder):
             RunNotFound: If the chat has no run ``input.run_id``.
             Conflict: If the run is complete or another worker holds a live lease.
         """
-        chat = await self.store.find_chat(self.user_id, input.thread_id)
+        chat = await self._find_chat(input)
         if chat is None:
             raise ChatNotFound(f"user {self.user_id!r} has no chat for thread {input.thread_id!r}")
         run = await self.store.claim_run(
@@ -380,8 +380,9 @@ class StorageAgent(EventFolder):
 
     async def _find_chat(self, input: RunAgentInput) -> Chat | None:
         # A read first: create_chat is an (idempotent) write, needed once per thread only,
-        # and not at all for input that is refused.
-        return await self.store.find_chat(self.user_id, input.thread_id)
+        # and not at all for input that is refused. The tenant is part of the chat's key.
+        tenant_id = self.chat_options.get("tenant_id")
+        return await self.store.find_chat(self.user_id, input.thread_id, tenant_id=tenant_id)
 
     async def _create_chat(self, input: RunAgentInput) -> Chat:
         options = {"agent_id": self.agent_id, **self.chat_options}

@@ -132,7 +132,7 @@ async def _check_thread(store: Any, caller: Principal, agent_id: str, key: str) 
     """A key of the caller's already naming a chat of another agent or tenant: 404."""
     if not key:
         raise ApiError(400, "invalid_request", "threadId must not be empty")
-    chat = await store.find_chat(caller.user_id, key)
+    chat = await store.find_chat(caller.user_id, key, tenant_id=caller.tenant_id)
     if chat is not None and (chat.agent_id != agent_id or chat.tenant_id != caller.tenant_id):
         raise not_found()
 

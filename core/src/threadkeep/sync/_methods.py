@@ -497,12 +497,16 @@ class SyncMethods:
         """
         return self._run(self._store.finalize_run_records(chat_id, run_id, status))
 
-    def find_chat(self, user_id: str, thread_id: str) -> Chat | None:
-        """Return the live chat of ``(user_id, thread_id)``, or ``None``.
+    def find_chat(
+        self, user_id: str, thread_id: str, *, tenant_id: str | None = None
+    ) -> Chat | None:
+        """Return the live chat of ``(tenant_id, user_id, thread_id)``, or ``None``.
 
         Args:
             user_id: The owner (non-empty).
             thread_id: The caller's thread key (non-empty).
+            tenant_id: The tenant (part of the chat's identity); ``None`` finds only a
+                chat without a tenant.
 
         Returns:
             The live chat (active or archived), or ``None`` if there is none (deleted chats
@@ -512,7 +516,7 @@ class SyncMethods:
             InvalidArgument: If ``user_id`` or ``thread_id`` is not a non-empty ``str``.
             BackendUnavailable: If the backend fails.
         """
-        return self._run(self._store.find_chat(user_id, thread_id))
+        return self._run(self._store.find_chat(user_id, thread_id, tenant_id=tenant_id))
 
     def finish_run(
         self,
@@ -1047,7 +1051,7 @@ class SyncMethods:
 
         Args:
             chat_id: The chat (a ``UUID`` or its text form).
-            **changes: Any of ``name``, ``agent_id``, ``channel``, ``tenant_id``,
+            **changes: Any of ``name``, ``agent_id``, ``channel``,
                 ``team_id``, ``share``, ``metadata`` (replaced whole).
 
         Returns:

@@ -38,7 +38,7 @@ from threadkeep import (
 )
 
 from ._log import Log, Record
-from ._tables import NESTED_LISTS, Row, Tables
+from ._tables import NESTED_LISTS, Row, Tables, identity
 
 __all__ = ["JsonlStore"]
 
@@ -122,7 +122,7 @@ class JsonlStore(Store):
 
     async def _insert_chat(self, chat: Chat) -> Chat:
         with self._lock:
-            held = self._tables.live.get((chat.user_id, chat.thread_id))
+            held = self._tables.live.get((chat.tenant_id, chat.user_id, chat.thread_id))
             if held is not None:
                 return self._chat(self._tables.chats[held])
             row = chat.model_dump(mode="json") | {"seq": self._tables.chat_seq + 1, "revision": 0}
@@ -134,9 +134,11 @@ class JsonlStore(Store):
             row = self._tables.chats.get(chat_id)
             return None if row is None else self._chat(row)
 
-    async def _find_live_chat(self, user_id: str, thread_id: str) -> Chat | None:
+    async def _find_live_chat(
+        self, user_id: str, thread_id: str, tenant_id: str | None = None
+    ) -> Chat | None:
         with self._lock:
-            chat_id = self._tables.live.get((user_id, thread_id))
+            chat_id = self._tables.live.get((tenant_id, user_id, thread_id))
             return None if chat_id is None else self._chat(self._tables.chats[chat_id])
 
     async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
@@ -146,7 +148,7 @@ class JsonlStore(Store):
                 return None
             if expected_revision is not None and row["revision"] != expected_revision:
                 return None
-            holder = self._tables.live.get((row["user_id"], row["thread_id"]))
+            holder = self._tables.live.get(identity(row))
             if chat.deleted_at is None and holder not in (None, chat.chat_id):
                 msg = (
                     f"another live chat holds ({row['user_id']!r}, {row['thread_id']!r}); "
@@ -154,7 +156,7 @@ class JsonlStore(Store):
                 )
                 raise Conflict(msg)
             # Identity and creation never change; appends own seq and last_message_at.
-            fixed = ("user_id", "thread_id", "seq", "created_at", "last_message_at")
+            fixed = ("tenant_id", "user_id", "thread_id", "seq", "created_at", "last_message_at")
             kept = {k: row[k] for k in fixed}
             new = chat.model_dump(mode="json") | kept | {"revision": row["revision"] + 1}
             self._commit({"chats": [new]})

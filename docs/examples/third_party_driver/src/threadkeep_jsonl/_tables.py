@@ -23,10 +23,23 @@ from uuid import UUID
 
 from ._log import Record
 
-__all__ = ["NESTED_LISTS", "Row", "Tables", "nested_keys"]
+__all__ = ["NESTED_LISTS", "Identity", "Row", "Tables", "identity", "nested_keys"]
 
 Row = dict[str, Any]
 """One chat or message row (decoded JSON)."""
+
+Identity = tuple[str | None, str, str]
+"""A chat's identity ``(tenant_id, user_id, thread_id)``: one live chat holds each."""
+
+
+def identity(chat: Row) -> Identity:
+    """Return a chat row's ``(tenant_id, user_id, thread_id)``.
+
+    The live index is rebuilt from the log on every open, so logs written before the tenant
+    was part of the identity need no migration.
+    """
+    return (chat.get("tenant_id"), chat["user_id"], chat["thread_id"])
+
 
 NESTED_LISTS = {
     "tool_call": ("tool_calls", "tool_call_id"),
@@ -52,7 +65,7 @@ class Tables:
     chats: dict[UUID, Row] = field(default_factory=dict)
     chat_seqs: list[int] = field(default_factory=list)
     chat_by_seq: dict[int, UUID] = field(default_factory=dict)
-    live: dict[tuple[str, str], UUID] = field(default_factory=dict)
+    live: dict[Identity, UUID] = field(default_factory=dict)
     messages: dict[UUID, Row] = field(default_factory=dict)
     seqs: dict[UUID, list[int]] = field(default_factory=dict)
     by_seq: dict[tuple[UUID, int], UUID] = field(default_factory=dict)
@@ -76,7 +89,7 @@ class Tables:
 
     def _put_chat(self, row: Row) -> None:
         chat_id = UUID(row["chat_id"])
-        key = (row["user_id"], row["thread_id"])
+        key = identity(row)
         if row["deleted_at"] is None:
             self.live[key] = chat_id
         elif self.live.get(key) == chat_id:
@@ -163,8 +176,8 @@ class Tables:
         chat = self.chats.pop(chat_id)
         self.chat_seqs.remove(chat["seq"])
         del self.chat_by_seq[chat["seq"]]
-        if self.live.get((chat["user_id"], chat["thread_id"])) == chat_id:
-            del self.live[(chat["user_id"], chat["thread_id"])]
+        if self.live.get(identity(chat)) == chat_id:
+            del self.live[identity(chat)]
         seqs = self.seqs.pop(chat_id)
         for seq in seqs:
             row = self.messages.pop(self.by_seq.pop((chat_id, seq)))

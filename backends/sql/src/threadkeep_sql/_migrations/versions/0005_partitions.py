@@ -7,7 +7,7 @@ of ``chat_id`` (``threadkeep_sql._partition``). Without the option, and on SQLit
 nothing. A store already past this revision is converted with ``threadkeep-sql partition``.
 
 Revision ID: 0005
-Revises: 0003 (the lead relinks this onto 0004, the tenant-aware dedup key, at merge)
+Revises: 0004
 Create Date: 2026-12-02
 """
 
@@ -18,8 +18,7 @@ from alembic import context, op
 from threadkeep_sql._partition import partition_tables
 
 revision = "0005"
-# The lead relinks this onto "0004" (a tenant-aware dedup key data migration) at merge.
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
