@@ -45,16 +45,22 @@ async def _assign(url: str, count: int) -> dict[str, set[str]]:
     groups: dict[str, set[str]] = {"shared": set(), "private": set(), "bob": set(), "carol": set()}
     async with open_store(url) as store:
         for index in range(count):
-            chat = await store.find_chat("alice", _key(index))
-            assert chat is not None, index
+            imported = await store.find_chat("alice", _key(index))
+            assert imported is not None, index
             shared = index % 4 == 0
-            await store.update_chat(
-                chat.chat_id,
+            # The tenant is part of a chat's identity (it cannot be changed by update_chat):
+            # the imported chat's messages move into alice's chat of the same key in acme.
+            chat = await store.create_chat(
+                "alice",
+                _key(index),
+                name=imported.name,
                 agent_id=AGENT,
                 tenant_id="acme",
                 team_id="red" if shared else None,
                 share=Share.TEAM if shared else Share.PRIVATE,
             )
+            await store.load_messages(chat.chat_id, await _messages(store, imported.chat_id))
+            await store.delete_chat(imported.chat_id)
             groups["shared" if shared else "private"].add(str(chat.chat_id))
         for user, tenant in (("bob", "acme"), ("carol", "globex")):
             chat = await store.create_chat(user, "own", agent_id=AGENT, tenant_id=tenant)
@@ -63,6 +69,23 @@ async def _assign(url: str, count: int) -> dict[str, set[str]]:
             )
             groups[user].add(str(chat.chat_id))
     return groups
+
+
+async def _messages(store: Any, chat_id: Any) -> list[Message]:
+    """Every message of a chat, oldest first, as new messages (store fields cleared)."""
+    pages, cursor = [], None
+    while True:
+        page = await store.list_messages(chat_id, limit=200, cursor=cursor)
+        pages.append(page.items)
+        if not page.has_more:
+            break
+        cursor = page.next_cursor
+    keep = {"message_id", "chat_id", "seq", "created_at", "updated_at", "revision", "deleted_at"}
+    return [
+        Message.model_validate(m.model_dump(exclude=keep & set(type(m).model_fields)))
+        for items in reversed(pages)
+        for m in items
+    ]
 
 
 def _walk(client: httpx.Client, path: str, headers: dict[str, str]) -> list[list[dict[str, Any]]]:

@@ -5,7 +5,7 @@ Regenerate with ``python -m threadkeep.sync._codegen`` after the async API chang
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
@@ -15,6 +15,7 @@ from threadkeep import (
     Chat,
     ChatFilter,
     ErasureReceipt,
+    LoadReport,
     Message,
     MessageFilter,
     Page,
@@ -27,6 +28,7 @@ from threadkeep import (
     ToolCall,
     Viewer,
 )
+from threadkeep._store_load import DEFAULT_LOAD_BATCH
 from threadkeep.typing import MessageInput
 
 if TYPE_CHECKING:
@@ -285,9 +287,78 @@ class SyncMethods:
             ChatNotFound: If the chat does not exist or is deleted.
             InvalidArgument: If ``chat_id`` is not an id or ``max_messages`` is not an
                 integer of at least 1.
+            CorruptRecord: If a message of the window is damaged (left out instead on a
+                ``corrupt_records="skip"`` store).
             BackendUnavailable: If the backend fails.
         """
         return self._run(self._store.context_messages(chat_id, max_messages=max_messages))
+
+    def copy_chat(self, chat: Chat) -> bool:
+        """Insert ``chat`` exactly as given, store-assigned fields included.
+
+        Its ``chat_id``, timestamps, status, archive reference and deletion are kept; the
+        store assigns only its store-wide ``seq``.
+
+        Idempotent: a chat whose ``chat_id`` is stored already is left as it is.
+
+        Args:
+            chat: The chat as read from another store.
+
+        Returns:
+            ``True`` if it was inserted, ``False`` if it was there already.
+
+        Raises:
+            Conflict: If another live chat holds its ``(user_id, thread_id)``.
+            InvalidArgument: If ``chat`` is not a ``Chat``.
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.copy_chat(chat))
+
+    def copy_messages(self, chat_id: UUID | str, messages: Sequence[Message]) -> int:
+        """Insert messages exactly as given (ids, seqs, timestamps, deletion, revision).
+
+        Idempotent: messages whose ``message_id`` is stored already are skipped. The chat
+        must exist (see :meth:`copy_chat`) and not be archived.
+
+        Returns:
+            How many were inserted.
+
+        Raises:
+            InvalidArgument: If ``chat_id`` is not an id, a message has no ``seq`` or is
+                of another chat.
+            Conflict: If the chat is archived here.
+            CapabilityNotSupported: If the driver lacks the ``archive`` capability.
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.copy_messages(chat_id, messages))
+
+    def copy_run(self, run: Run) -> bool:
+        """Insert a run record exactly as given (status, owner, lease, error, timestamps).
+
+        Idempotent: a run stored already (same chat and ``run_id``) is left as it is.
+
+        Returns:
+            ``True`` if it was inserted.
+
+        Raises:
+            ChatNotFound: If its chat does not exist here.
+            CapabilityNotSupported: If the driver lacks the ``steps`` capability.
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.copy_run(run))
+
+    def copy_steps(self, chat_id: UUID | str, steps: Sequence[Step]) -> int:
+        """Insert steps exactly as given (ids, seqs, timestamps); stored ``step_id``s skipped.
+
+        Returns:
+            How many were inserted.
+
+        Raises:
+            InvalidArgument: If ``chat_id`` is not an id or a step is of another chat.
+            CapabilityNotSupported: If the driver lacks ``steps`` or ``archive``.
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.copy_steps(chat_id, steps))
 
     def create_chat(
         self,
@@ -302,19 +373,21 @@ class SyncMethods:
         share: Share = Share.PRIVATE,
         metadata: dict[str, Any] | None = None,
     ) -> Chat:
-        """Return the live chat of ``(user_id, thread_id)``, creating it if there is none.
+        """Return the live chat of ``(tenant_id, user_id, thread_id)``, creating it if none.
 
         Idempotent under concurrency: N parallel calls for one key return one chat and never
         raise for the race (SPEC section 3). When the chat exists, the other arguments are
         ignored and the stored chat is returned unchanged. After the chat is deleted, the
-        same key creates a new chat.
+        same key creates a new chat. The tenant is part of the key: a caller naming tenant
+        B never gets tenant A's chat (nor a chat without a tenant), but B's own.
 
         Args:
             user_id: The owner (non-empty).
             thread_id: The caller's thread key (non-empty), for example the AG-UI thread id.
             agent_id: The agent the chat talks to.
             channel: Where the chat happens (``"widget"``, ``"telegram"``, ``"api"``...).
-            tenant_id: The tenant; filters never return another tenant's chats.
+            tenant_id: The tenant, part of the chat's identity (``None`` is a tenant of its
+                own); filters never return another tenant's chats.
             team_id: The owner's team (used when ``share`` is ``team``).
             name: A display name.
             share: ``private`` (owner only) or ``team`` (a :class:`Share` or its value).
@@ -324,7 +397,9 @@ class SyncMethods:
             The stored chat, with ``chat_id``, ``seq`` and timestamps set.
 
         Raises:
-            InvalidArgument: If an argument does not validate (for example an empty id).
+            InvalidArgument: If an argument does not validate (for example an empty id), or
+                an id is not a ``str``, has surrounding whitespace or holds a control
+                character (``as_key``), or the name is not a ``str``.
             InvalidContent: If a string holds a lone surrogate, or metadata holds NaN or
                 infinity.
             BackendUnavailable: If the backend fails.
@@ -505,15 +580,16 @@ class SyncMethods:
         Args:
             user_id: The owner (non-empty).
             thread_id: The caller's thread key (non-empty).
-            tenant_id: The tenant (part of the chat's identity); ``None`` finds only a
-                chat without a tenant.
+            tenant_id: The tenant (part of the chat's identity). ``None`` finds only a chat
+                without a tenant: a tenant's chat is never found without naming it.
 
         Returns:
             The live chat (active or archived), or ``None`` if there is none (deleted chats
             are not found).
 
         Raises:
-            InvalidArgument: If ``user_id`` or ``thread_id`` is not a non-empty ``str``.
+            InvalidArgument: If ``user_id``, ``thread_id`` or ``tenant_id`` is not a clean,
+                non-empty ``str`` (``as_key``).
             BackendUnavailable: If the backend fails.
         """
         return self._run(self._store.find_chat(user_id, thread_id, tenant_id=tenant_id))
@@ -884,6 +960,8 @@ class SyncMethods:
             InvalidArgument: If ``chat_id`` is not an id, ``limit`` is not an integer of
                 at least 1, or the filter or viewer does not validate.
             InvalidCursor: If the cursor is foreign, altered, or for another chat/filter.
+            CorruptRecord: If a row of the page is damaged (on a ``corrupt_records="skip"``
+                store the page leaves it out and lists it in ``Page.corrupt`` instead).
             BackendUnavailable: If the backend fails.
         """
         return self._run(
@@ -891,6 +969,52 @@ class SyncMethods:
                 chat_id, limit=limit, cursor=cursor, message_filter=message_filter, viewer=viewer
             )
         )
+
+    def load_messages(
+        self,
+        chat_id: UUID | str,
+        messages: Iterable[MessageInput] | AsyncIterable[MessageInput],
+        *,
+        batch_size: int = DEFAULT_LOAD_BATCH,
+    ) -> LoadReport:
+        """Append a large history in batches on the driver's bulk path; idempotent.
+
+        Messages are appended in the order given, ``batch_size`` at a time, each batch as
+        :meth:`append_messages` would append it (same checks, same ``seq`` rules, all or
+        nothing per batch) but through the driver's bulk primitive: PostgreSQL writes a
+        batch with ``COPY``, SQLite with one multi-row insert, and other drivers fall back
+        to ``_insert_messages``. Unlike ``append_messages`` it returns counts, not the
+        stored messages, so memory stays bounded by one batch however long the history.
+
+        A re-run of the same load writes nothing: every message carrying an ``agui_id``
+        that the chat stores already is found and skipped (give each message an
+        ``agui_id`` to be able to re-run; one without is written again each time).
+        Batches before a failing one stay written, so a re-run after a failure completes
+        the rest.
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            messages: ``Message`` instances or mappings of their fields
+                (:data:`threadkeep.typing.MessageInput`), as a list, any iterable (a
+                generator reading a file) or an async iterable; consumed once, in order.
+            batch_size: Messages per batch (count, 1 to :data:`MAX_LOAD_BATCH`, default
+                :data:`DEFAULT_LOAD_BATCH`).
+
+        Returns:
+            A :class:`LoadReport`: messages (and their tool calls) created and already
+            present, and the number of batches written.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted (nothing is written).
+            IdempotencyConflict: If an ``agui_id`` is stored with a different payload, or
+                repeats in one batch with different payloads; that batch is not written.
+            InvalidContent / PayloadTooLarge / InvalidArgument: As for
+                :meth:`append_messages` (and for a ``batch_size`` out of range, or
+                ``messages`` that is not iterable); that batch is not written.
+            Conflict: If the chat changed state (archived meanwhile) during a batch.
+            BackendUnavailable: If the backend fails; that batch is not written.
+        """
+        return self._run(self._store.load_messages(chat_id, messages, batch_size=batch_size))
 
     def purge(self, deleted_before: datetime) -> int:
         """Remove for good every chat soft-deleted before ``deleted_before``.
@@ -945,7 +1069,7 @@ class SyncMethods:
 
         Raises:
             ChatNotFound: If the chat does not exist (or was purged).
-            Conflict: If another live chat now holds its ``(user_id, thread_id)``.
+            Conflict: If another live chat now holds its ``(tenant_id, user_id, thread_id)``.
             InvalidArgument: If ``chat_id`` is not an id.
             ArchiveError / ArchiveIntegrityError / UnknownDriver: If its bundle cannot be
                 read back (see ``docs/archive.md``).
@@ -973,6 +1097,40 @@ class SyncMethods:
             BackendUnavailable: If the backend fails.
         """
         return self._run(self._store.save_steps(steps))
+
+    def scan_messages(
+        self, chat_id: UUID | str, *, after_seq: int = 0, limit: int = 200
+    ) -> list[Message]:
+        """Return a hot chat's messages with ``seq > after_seq``, oldest first, hidden included.
+
+        Unlike ``list_messages`` it returns soft-deleted messages too (with ``deleted_at``
+        set): a copy keeps them until ``purge``. An archived chat's messages are in its
+        bundle, not here.
+
+        Args:
+            chat_id: The chat (deleted chats included).
+            after_seq: Return messages after this seq (0: from the first).
+            limit: At most this many (1 to 1000).
+
+        Raises:
+            InvalidArgument: If ``chat_id`` is not an id or ``after_seq``/``limit`` are out of
+                range.
+            CapabilityNotSupported: If the driver lacks the ``archive`` capability.
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.scan_messages(chat_id, after_seq=after_seq, limit=limit))
+
+    def scan_steps(
+        self, chat_id: UUID | str, *, after_seq: int = 0, limit: int = 200
+    ) -> list[Step]:
+        """Return a chat's steps with ``seq > after_seq``, oldest first.
+
+        Raises:
+            InvalidArgument: As :meth:`scan_messages`.
+            CapabilityNotSupported: If the driver lacks the ``steps`` capability.
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.scan_steps(chat_id, after_seq=after_seq, limit=limit))
 
     def start_over(self, chat_id: UUID | str) -> Message | None:
         """Draw a "start over" boundary at the end of the chat.
@@ -1051,8 +1209,9 @@ class SyncMethods:
 
         Args:
             chat_id: The chat (a ``UUID`` or its text form).
-            **changes: Any of ``name``, ``agent_id``, ``channel``,
-                ``team_id``, ``share``, ``metadata`` (replaced whole).
+            **changes: Any of ``name``, ``agent_id``, ``channel``, ``team_id``, ``share``,
+                ``metadata`` (replaced whole). ``tenant_id`` is part of the chat's identity
+                (like ``user_id`` and ``thread_id``) and does not change.
 
         Returns:
             The updated chat (``revision`` and ``updated_at`` advanced).
