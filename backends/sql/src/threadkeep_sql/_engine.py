@@ -476,6 +476,15 @@ class Database:
         async with self._autocommit() as (_conn, driver):
             yield driver
 
+    @property
+    def has_raw_driver(self) -> bool:
+        """Whether :meth:`raw_transaction` works.
+
+        True on PostgreSQL, except behind a transaction pooler (whose mode turns the prepared
+        asyncpg path off).
+        """
+        return self._compiled is not None
+
     @asynccontextmanager
     async def raw_transaction(self) -> AsyncIterator[Any]:
         """PostgreSQL: a transaction on a pooled asyncpg connection, for bulk statements.

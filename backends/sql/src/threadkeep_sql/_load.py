@@ -30,7 +30,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from threadkeep import IdempotencyConflict, PreparedMessage
+from threadkeep import CapabilityNotSupported, IdempotencyConflict, PreparedMessage
 
 from ._base import message_values, ref_values
 from ._messages import _BUMP_CHAT, MessagesMixin
@@ -119,6 +119,10 @@ class LoadMixin(MessagesMixin):
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[int | None] | None:
         if self._db.dialect == "postgresql":
+            if not self._db.has_raw_driver:
+                # Behind a transaction pooler there is no raw asyncpg connection for COPY:
+                # core then loads through _insert_messages, same guarantees, slower.
+                raise CapabilityNotSupported("bulk load (COPY) is off behind a transaction pooler")
             return await self._load_postgres(chat_id, messages, now)
         async with self._db.transaction() as conn:
             return await self._load_sqlite(conn, chat_id, messages, now)
