@@ -61,6 +61,8 @@ async def run_agent(
         raise not_found()
     try:
         run_input = RunAgentInput.model_validate(await request.json())
+    except RecursionError:  # nested deeper than the JSON decoder's recursion limit
+        raise ApiError(400, "invalid_request", "the body nests too deeply") from None
     except (ValidationError, ValueError) as exc:
         raise ApiError(400, "invalid_request", f"not an AG-UI RunAgentInput: {exc}") from exc
     await _check_thread(store, caller, agent_id, run_input.thread_id)
