@@ -207,3 +207,35 @@ async def test_a_lost_database_answers_503_without_native_error_text(postgres_ur
                 for leak in ("Error", "Errno", "127.0.0.1", str(port), "asyncpg", "Traceback"):
                     assert leak not in message, message
                 assert response.headers.get("retry-after"), response.headers
+
+
+def test_a_run_is_stored_when_its_stream_ends(live, token):
+    """A UI reads the thread again after RUN_FINISHED: the answer and outcome are there."""
+    base, _ = live
+    headers = _bearer(token("reader"))
+    chat = f"/agents/{AGENT}/chat"
+    with httpx.Client(base_url=base, timeout=60) as client:
+        for index in range(5):
+            run = {
+                "threadId": "read-your-writes",
+                "runId": f"w{index}",
+                "messages": [{"id": f"u{index}", "role": "user", "content": f"n{index}"}],
+                "tools": [],
+                "context": [],
+                "state": None,
+                "forwardedProps": None,
+            }
+            streamed = client.post(f"{chat}/runs", json=run, headers=headers)
+            assert streamed.status_code == 200, streamed.text
+            assert '"type":"RUN_FINISHED"' in streamed.text, streamed.text
+            page = client.get(f"{chat}/messages", params={"limit": 2}, headers=headers).json()
+            last = page["items"][-1]
+            assert (last["aguiId"], last["status"], last["content"]) == (
+                f"answer-w{index}",
+                "complete",
+                f"you said: n{index}",
+            )
+            outcome = client.get(
+                f"{chat}/threads/{last['threadId']}/runs/w{index}", headers=headers
+            ).json()
+            assert outcome["status"] == "complete", outcome

@@ -4,7 +4,9 @@ The body is an AG-UI ``RunAgentInput``; its ``threadId`` is the caller's own thr
 thread item's ``key``). The run is stored by :class:`threadkeep.agui.StorageAgent` (see
 ``docs/run-persistence.md``) in the caller's chat of that key, created in the caller's tenant
 and first team. The run goes on, and is stored, if the client disconnects; a second stream
-of a run still executing answers one ``RUN_ERROR`` with code ``RUN_CONFLICT``.
+of a run still executing answers one ``RUN_ERROR`` with code ``RUN_CONFLICT``. The
+terminal event (``RUN_FINISHED``/``RUN_ERROR``) is sent once the run is stored, so a client
+reading the thread when it arrives finds the answer and the run's outcome.
 """
 
 from __future__ import annotations
@@ -73,11 +75,7 @@ async def run_agent(
         refused = RunErrorEvent(message=str(exc), code="RUN_CONFLICT")
         return StreamingResponse(iter([_sse(refused)]), media_type="text/event-stream")
 
-    async def stream() -> AsyncIterator[str]:
-        async for event in handle.events():  # closed on disconnect; the run is not
-            yield _sse(event)
-
-    return StreamingResponse(stream(), media_type="text/event-stream")
+    return StreamingResponse(_stored_stream(handle), media_type="text/event-stream")
 
 
 class RunManagers:
@@ -137,6 +135,22 @@ async def _check_thread(store: Any, caller: Principal, agent_id: str, key: str) 
     chat = await store.find_chat(caller.user_id, key, tenant_id=caller.tenant_id)
     if chat is not None and (chat.agent_id != agent_id or chat.tenant_id != caller.tenant_id):
         raise not_found()
+
+
+async def _stored_stream(handle: Any) -> AsyncIterator[str]:
+    """The run's events as SSE; the terminal event only once the run is stored.
+
+    A chat UI reads the thread again when ``RUN_FINISHED``/``RUN_ERROR`` arrives: holding
+    that event until :meth:`RunHandle.wait` returns makes the answer and the run's outcome
+    readable by then (read-your-writes). A client that goes away closes this generator,
+    not the run, which goes on and is stored.
+    """
+    from ag_ui.core import RunErrorEvent, RunFinishedEvent
+
+    async for event in handle.events():
+        if isinstance(event, RunFinishedEvent | RunErrorEvent):
+            await handle.wait()  # never raises
+        yield _sse(event)
 
 
 def _sse(event: Any) -> str:
