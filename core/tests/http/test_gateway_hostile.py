@@ -4,7 +4,8 @@ Bodies a parser chokes on (invalid UTF-8, nesting deeper than the JSON decoder's
 limit, more bytes than the gateway accepts) answer a typed 4xx on a real uvicorn, never a
 500 with the connection dropped. A database that goes away answers ``503
 backend_unavailable`` whose body names no driver exception, host or port. An HS256 token
-signed with the RS256 public key (algorithm confusion) is refused.
+signed with the RS256 public key (algorithm confusion) is refused; an unreachable JWKS
+endpoint answers 503, not 401. A run's terminal event arrives once the run is stored.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -22,6 +24,7 @@ from urllib.parse import urlsplit, urlunsplit
 from uuid import uuid4
 
 import httpx
+import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -239,3 +242,24 @@ def test_a_run_is_stored_when_its_stream_ends(live, token):
                 f"{chat}/threads/{last['threadId']}/runs/w{index}", headers=headers
             ).json()
             assert outcome["status"] == "complete", outcome
+
+
+async def test_an_unreachable_jwks_endpoint_answers_503_not_401():
+    """The issuer's key endpoint being down is an outage (retry), not bad credentials."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    claims = {"sub": "alice", "exp": int(time.time()) + 60}
+    signed = _bearer(jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k1"}))
+    check = JWTAuthenticator(jwks_url=f"http://127.0.0.1:{port}/jwks.json")
+    async with open_store(f"memory://jwks-down-{uuid4().hex}") as store:
+        app = create_app(store, authenticator=check)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as http:
+            response = await http.get(f"/agents/{AGENT}/chat/threads", headers=signed)
+            body = _error(response, 503, "auth_unavailable")
+            assert str(port) not in body["error"]["message"]
+            assert response.headers.get("retry-after")
+            # A token without credentials at all is still a plain 401, with no fetch.
+            _error(await http.get(f"/agents/{AGENT}/chat/threads"), 401, "unauthorized")
