@@ -130,41 +130,35 @@ async def test_hs256_signed_with_the_rs256_public_key_is_refused():
                 _error(await http.get(path, headers=_bearer(token)), 401, "unauthorized")
 
 
-class _Proxy:
-    """A TCP relay to PostgreSQL that can be cut, as a network failure would."""
+async def _copy_bytes(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+        while chunk := await src.read(1 << 16):
+            dst.write(chunk)
+            await dst.drain()
+    dst.close()
 
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.writers: list[asyncio.StreamWriter] = []
-        self.server: asyncio.Server | None = None
-        self.down = False
 
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
-        return int(self.server.sockets[0].getsockname()[1])
+async def _cuttable_relay(host: str, port: int) -> tuple[int, Any]:
+    """Listen on a free loopback port relaying to ``host:port``; return it and ``cut()``.
 
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.down:
-            writer.close()
-            return
-        up_reader, up_writer = await asyncio.open_connection(*self.target)
-        self.writers += [writer, up_writer]
+    ``cut()`` drops every relayed connection and stops listening, as a network failure
+    between the gateway and its database would.
+    """
+    open_ends: list[asyncio.StreamWriter] = []
 
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            with contextlib.suppress(OSError, asyncio.IncompleteReadError):
-                while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
-            dst.close()
+    async def relay(client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        server_in, server_out = await asyncio.open_connection(host, port)
+        open_ends.extend((client_out, server_out))
+        await asyncio.gather(_copy_bytes(client_in, server_out), _copy_bytes(server_in, client_out))
 
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+    listener = await asyncio.start_server(relay, "127.0.0.1", 0)
 
-    def cut(self) -> None:
-        self.down = True
-        for writer in self.writers:
-            writer.close()
-        assert self.server is not None
-        self.server.close()
+    def cut() -> None:
+        listener.close()
+        for end in open_ends:
+            end.transport.abort()
+
+    return int(listener.sockets[0].getsockname()[1]), cut
 
 
 @pytest.fixture
@@ -179,8 +173,7 @@ async def postgres_url() -> AsyncIterator[str]:
 
 async def test_a_lost_database_answers_503_without_native_error_text(postgres_url, token):
     parts = urlsplit(postgres_url)
-    proxy = _Proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    port = await proxy.start()
+    port, cut = await _cuttable_relay(parts.hostname or "127.0.0.1", parts.port or 5432)
     netloc = parts.netloc.rsplit(":", 1)[0] if parts.port else parts.netloc
     proxied = urlunsplit(parts._replace(netloc=f"{netloc}:{port}"))
     async with open_store(proxied) as store:
@@ -197,7 +190,7 @@ async def test_a_lost_database_answers_503_without_native_error_text(postgres_ur
         base = f"/agents/{AGENT}/chat"
         async with httpx.AsyncClient(transport=transport, base_url="http://gw") as http:
             assert (await http.get(f"{base}/threads", headers=headers)).status_code == 200
-            proxy.cut()
+            cut()
             for method, path in (
                 ("GET", f"{base}/threads"),
                 ("GET", f"{base}/threads/{chat.chat_id}/messages"),
