@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from threadkeep import Message, open_store
-from threadkeep.http import JWTAuthenticator, create_app
+from threadkeep.http import JWTAuthenticator, Principal, create_app
 from threadkeep_contract_tests import require_service
 from threadkeep_sql.testing import create_schema, drop_schema
 
@@ -256,3 +256,39 @@ async def test_an_unreachable_jwks_endpoint_answers_503_not_401():
             assert response.headers.get("retry-after")
             # A token without credentials at all is still a plain 401, with no fetch.
             _error(await http.get(f"/agents/{AGENT}/chat/threads"), 401, "unauthorized")
+
+
+class _LingeringAgent:
+    """Finishes its run, then keeps its generator open for an hour."""
+
+    async def run(self, input: Any) -> AsyncIterator[Any]:
+        from ag_ui.core import RunFinishedEvent, RunStartedEvent
+
+        yield RunStartedEvent(thread_id=input.thread_id, run_id=input.run_id)
+        yield RunFinishedEvent(thread_id=input.thread_id, run_id=input.run_id)
+        await asyncio.sleep(3600)
+
+
+async def test_an_agent_lingering_after_its_run_does_not_hold_the_stream(monkeypatch, token):
+    from threadkeep.http import _runs
+
+    monkeypatch.setattr(_runs, "STORED_WAIT", 0.2)
+    async with open_store(f"memory://linger-{uuid4().hex}") as store:
+        app = create_app(
+            store,
+            authenticator=JWTAuthenticator.from_secret(
+                "gateway-tests-shared-secret-0123456789abcdef"
+            ),
+            agents={AGENT: _LingeringAgent()}.get,
+        )
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw", timeout=30) as http:
+            run = {"threadId": "t", "runId": "r", "messages": [], "tools": [], "context": []}
+            post = http.post(
+                f"/agents/{AGENT}/chat/runs", json=run, headers=_bearer(token("alice"))
+            )
+            streamed = await asyncio.wait_for(post, timeout=120)  # a hang guard, not a timing
+            assert '"type":"RUN_FINISHED"' in streamed.text, streamed.text
+        # Its agent lingers: stop it as the cancel route does (the outcome stays complete).
+        app.state.threadkeep_runs.cancel(Principal("alice", "acme"), "t", "r")
+        await app.state.threadkeep_runs.drain()

@@ -11,6 +11,7 @@ reading the thread when it arrives finds the answer and the run's outcome.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Annotated, Any
 
@@ -23,13 +24,17 @@ from ._access import authenticated, not_found, store_of
 from ._auth import Principal
 from ._errors import ERROR_RESPONSES, ApiError
 
-__all__ = ["AgentLookup", "RunManagers", "router"]
+__all__ = ["STORED_WAIT", "AgentLookup", "RunManagers", "router"]
 
 AgentLookup = Callable[[str], Any]
 """``agent_id -> AG-UI agent`` (anything with ``run(input) -> AsyncIterator[BaseEvent]``),
 or ``None`` when the gateway runs no agent of that id (answered 404)."""
 
 router = APIRouter(prefix="/agents/{agent_id}/chat", responses=ERROR_RESPONSES)
+
+STORED_WAIT = 30.0
+"""Seconds the terminal event waits for the run's records to be stored (an inner agent
+still running after its terminal event delays them); then it is sent all the same."""
 
 _INPUT_BODY = {
     "requestBody": {
@@ -141,15 +146,17 @@ async def _stored_stream(handle: Any) -> AsyncIterator[str]:
     """The run's events as SSE; the terminal event only once the run is stored.
 
     A chat UI reads the thread again when ``RUN_FINISHED``/``RUN_ERROR`` arrives: holding
-    that event until :meth:`RunHandle.wait` returns makes the answer and the run's outcome
-    readable by then (read-your-writes). A client that goes away closes this generator,
-    not the run, which goes on and is stored.
+    that event until :meth:`RunHandle.wait` returns (at most :data:`STORED_WAIT` seconds)
+    makes the answer and the run's outcome readable by then (read-your-writes). A client
+    that goes away closes this generator, not the run, which goes on and is stored.
     """
     from ag_ui.core import RunErrorEvent, RunFinishedEvent
 
     async for event in handle.events():
         if isinstance(event, RunFinishedEvent | RunErrorEvent):
-            await handle.wait()  # never raises
+            # An inner agent lingering after its terminal event holds the last writes: wait
+            # a bounded time, never cancelling the run's own storing (wait() never raises).
+            await asyncio.wait({asyncio.ensure_future(handle.wait())}, timeout=STORED_WAIT)
         yield _sse(event)
 
 
