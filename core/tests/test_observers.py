@@ -218,3 +218,37 @@ def test_the_documented_search_index_example_runs() -> None:
     if failures:
         raise failures[0]
     assert "SearchIndex" in namespace
+
+
+@pytest.mark.parametrize("url", ["memory://", "sqlite"])
+async def test_load_messages_shows_observers_the_stored_timestamps(
+    url: str, tmp_path: Path
+) -> None:
+    """The bulk path hands observers the messages as stored, ``created_at`` and
+    ``updated_at`` included (a time-ordered index must not drift from the store)."""
+    recorder: list[Message] = []
+
+    class Keep:
+        @hookimpl
+        def threadkeep_messages_committed(self, messages: Sequence[Message]) -> None:
+            recorder.extend(messages)
+
+    keep = Keep()
+    register_observer(keep)
+    target = f"sqlite+aiosqlite:///{tmp_path / 'load.db'}" if url == "sqlite" else url
+    try:
+        async with threadkeep.open_store(target) as store:
+            chat = await store.create_chat("u", "t")
+            await store.load_messages(
+                chat.chat_id, [Message(role="user", content=f"m{i}") for i in range(3)]
+            )
+            assert len(recorder) == 3
+            for seen in recorder:
+                stored = await store.get_message(seen.message_id)
+                assert (seen.seq, seen.created_at, seen.updated_at) == (
+                    stored.seq,
+                    stored.created_at,
+                    stored.updated_at,
+                )
+    finally:
+        unregister_observer(keep)
