@@ -196,3 +196,14 @@ async def test_the_setting_turns_auto_migrate_off(
     stats = await _acli("stats", "--url", url)
     assert stats.exit_code == 1
     assert "threadkeep migrate" in stats.stderr
+
+
+async def test_without_auto_migrate_a_missing_sqlite_file_is_not_created(tmp_path: Path) -> None:
+    """A store that may not change the schema does not create its SQLite file either: a
+    mistyped path fails naming the command and leaves no empty database behind."""
+    path = tmp_path / "typo.db"
+    with pytest.raises(SchemaOutdated, match="has no threadkeep schema yet") as caught:
+        await SqlStore(f"sqlite+aiosqlite:///{path}", auto_migrate=False).open()
+    assert "threadkeep migrate --url" in str(caught.value)
+    assert (caught.value.current, caught.value.required) == (None, head_revision())
+    assert not path.exists(), "opening without auto_migrate created the SQLite file"
