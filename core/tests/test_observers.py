@@ -60,16 +60,21 @@ async def test_a_failing_observer_never_fails_the_write(caplog: pytest.LogCaptur
         def threadkeep_messages_committed(self, messages: Sequence[Message]) -> None:
             raise RuntimeError("index down")
 
-    broken = Broken()
-    register_observer(broken)
+    await _write_observed(Broken())
+    assert "observer failed" in caplog.text
+
+
+async def _write_observed(observer: object) -> None:
+    """Append one message with ``observer`` registered: returned and stored as sent."""
+    register_observer(observer)
     try:
         async with threadkeep.open_store("memory://") as store:
             chat = await store.create_chat("u", "t")
             stored = await store.append_message(chat.chat_id, Message(role="user", content="x"))
+            assert stored.content == "x"
             assert (await store.get_message(stored.message_id)).content == "x"
     finally:
-        unregister_observer(broken)
-    assert "observer failed" in caplog.text
+        unregister_observer(observer)
 
 
 async def test_a_failing_observer_does_not_keep_the_others_from_the_messages(
@@ -136,16 +141,7 @@ async def test_an_observer_changing_a_message_changes_nothing_the_writer_holds()
             for message in messages:
                 message.content = "[scrubbed]"
 
-    scrubber = Scrubber()
-    register_observer(scrubber)
-    try:
-        async with threadkeep.open_store("memory://") as store:
-            chat = await store.create_chat("u", "t")
-            stored = await store.append_message(chat.chat_id, Message(role="user", content="x"))
-            assert stored.content == "x"
-            assert (await store.get_message(stored.message_id)).content == "x"
-    finally:
-        unregister_observer(scrubber)
+    await _write_observed(Scrubber())
 
 
 class Undecorated:
