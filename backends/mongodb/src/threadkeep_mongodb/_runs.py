@@ -17,7 +17,7 @@ from pymongo.errors import PyMongoError
 from threadkeep import Run, RunStatus, Step, rebuilt_each
 
 from ._base import MongoBase, Session
-from ._codec import Document, from_us, step_document, to_us
+from ._codec import Document, from_us, required, step_document, to_us
 from ._errors import is_duplicate_key, map_errors
 
 __all__ = ["MongoRunsMixin"]
@@ -30,7 +30,12 @@ class MongoRunsMixin(MongoBase):
 
     def _step_from_doc(self, doc: Document) -> Step:
         # the document's chat_id: a damaged body's CorruptRecord still names the chat
-        return self.record_from_body(Step, doc["body"], chat_id=doc["chat_id"], seq=doc["seq"])
+        return self.record_from_body(
+            Step,
+            required(doc, "body"),
+            chat_id=required(doc, "chat_id"),
+            seq=required(doc, "seq"),
+        )
 
     async def _save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
         with map_errors("save steps"):
@@ -144,7 +149,10 @@ class MongoRunsMixin(MongoBase):
 
     def _run_from_doc(self, doc: Document) -> Run:
         return self.record_from_body(
-            Run, doc["body"], chat_id=doc["chat_id"], revision=doc["revision"]
+            Run,
+            required(doc, "body"),
+            chat_id=required(doc, "chat_id"),
+            revision=required(doc, "revision"),
         )
 
     def _run_fields(self, run: Run, revision: int) -> Document:
