@@ -71,9 +71,18 @@ STORE_WRITE_PRIMITIVES = (
 """
 
 WRITE_PRIMITIVES = frozenset(
-    {*STORE_WRITE_PRIMITIVES, "_load_secret", "_delete_archived_rows", "_index_archived_ids"}
+    {
+        *STORE_WRITE_PRIMITIVES,
+        "_load_messages",
+        "_load_secret",
+        "_delete_archived_rows",
+        "_index_archived_ids",
+    }
 )
-"""Primitives that write: each runs to its end even if the calling task is cancelled."""
+"""Primitives that write: each runs to its end even if the calling task is cancelled.
+
+``_load_messages`` (the bulk path) is one: a load cancelled mid-batch on SQLite once left
+``BEGIN IMMEDIATE`` held, and the next write failed ``database is locked`` (issue 12)."""
 
 
 def _run_whole(
