@@ -60,7 +60,7 @@ def event_to_message(event: Event, *, keep_id: bool = True) -> Message:
     if answered:
         role = Role.TOOL
     dumped = event.model_dump(mode="json", exclude_none=True, fallback=str)
-    about = {"author": event.author, "invocation_id": event.invocation_id}
+    about: dict[str, Any] = {"author": event.author, "invocation_id": event.invocation_id}
     about["timestamp"] = event.timestamp
     message = Message(
         role=role,
