@@ -18,7 +18,6 @@ import uuid
 from typing import Any
 
 import pytest
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 from langchain_core.chat_history import BaseChatMessageHistory, InMemoryChatMessageHistory
@@ -141,14 +140,11 @@ class Differential(RuleBasedStateMachine):
             self.loop.close()
 
 
-def test_threadkeep_history_matches_langchains_in_memory_history(module_backend) -> None:
+def test_threadkeep_history_matches_langchains_in_memory_history(
+    module_backend, differential_settings
+) -> None:
     """Generated operation sequences give equal messages on both histories."""
-    profile = settings.default
-    bounded = settings(
-        profile,
-        max_examples=max(4, profile.max_examples // (6 if module_backend.name == "mongodb" else 3)),
-        stateful_step_count=profile.stateful_step_count,
-    )
+    bounded = differential_settings(module_backend)
     with module_backend.sync_store() as store:
 
         def make(session_id: str) -> ThreadkeepChatMessageHistory:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from agents import SQLiteSession
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
@@ -134,14 +133,11 @@ class Differential(RuleBasedStateMachine):
             self.loop.close()
 
 
-def test_threadkeep_session_matches_the_sdks_sqlite_session(backend, tmp_path) -> None:
+def test_threadkeep_session_matches_the_sdks_sqlite_session(
+    backend, tmp_path, differential_settings
+) -> None:
     """Generated operation sequences give equal results on both sessions."""
-    profile = settings.default
-    bounded = settings(
-        profile,
-        max_examples=max(4, profile.max_examples // (6 if backend.name == "mongodb" else 3)),
-        stateful_step_count=profile.stateful_step_count,
-    )
+    bounded = differential_settings(backend)
     with backend.sync_store() as store:
         machine = type("OnStore", (Differential,), {"store": store, "folder": tmp_path})
         run_state_machine_as_test(machine, settings=bounded)
