@@ -5,7 +5,7 @@ Regenerate with ``python -m threadkeep.sync._codegen`` after the async API chang
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
@@ -15,7 +15,6 @@ from threadkeep import (
     Chat,
     ChatFilter,
     ErasureReceipt,
-    LoadReport,
     Message,
     MessageFilter,
     Page,
@@ -28,7 +27,6 @@ from threadkeep import (
     ToolCall,
     Viewer,
 )
-from threadkeep._store_load import DEFAULT_LOAD_BATCH
 from threadkeep.typing import MessageInput
 
 if TYPE_CHECKING:
@@ -969,52 +967,6 @@ class SyncMethods:
                 chat_id, limit=limit, cursor=cursor, message_filter=message_filter, viewer=viewer
             )
         )
-
-    def load_messages(
-        self,
-        chat_id: UUID | str,
-        messages: Iterable[MessageInput] | AsyncIterable[MessageInput],
-        *,
-        batch_size: int = DEFAULT_LOAD_BATCH,
-    ) -> LoadReport:
-        """Append a large history in batches on the driver's bulk path; idempotent.
-
-        Messages are appended in the order given, ``batch_size`` at a time, each batch as
-        :meth:`append_messages` would append it (same checks, same ``seq`` rules, all or
-        nothing per batch) but through the driver's bulk primitive: PostgreSQL writes a
-        batch with ``COPY``, SQLite with one multi-row insert, and other drivers fall back
-        to ``_insert_messages``. Unlike ``append_messages`` it returns counts, not the
-        stored messages, so memory stays bounded by one batch however long the history.
-
-        A re-run of the same load writes nothing: every message carrying an ``agui_id``
-        that the chat stores already is found and skipped (give each message an
-        ``agui_id`` to be able to re-run; one without is written again each time).
-        Batches before a failing one stay written, so a re-run after a failure completes
-        the rest.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            messages: ``Message`` instances or mappings of their fields
-                (:data:`threadkeep.typing.MessageInput`), as a list, any iterable (a
-                generator reading a file) or an async iterable; consumed once, in order.
-            batch_size: Messages per batch (count, 1 to :data:`MAX_LOAD_BATCH`, default
-                :data:`DEFAULT_LOAD_BATCH`).
-
-        Returns:
-            A :class:`LoadReport`: messages (and their tool calls) created and already
-            present, and the number of batches written.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted (nothing is written).
-            IdempotencyConflict: If an ``agui_id`` is stored with a different payload, or
-                repeats in one batch with different payloads; that batch is not written.
-            InvalidContent / PayloadTooLarge / InvalidArgument: As for
-                :meth:`append_messages` (and for a ``batch_size`` out of range, or
-                ``messages`` that is not iterable); that batch is not written.
-            Conflict: If the chat changed state (archived meanwhile) during a batch.
-            BackendUnavailable: If the backend fails; that batch is not written.
-        """
-        return self._run(self._store.load_messages(chat_id, messages, batch_size=batch_size))
 
     def purge(self, deleted_before: datetime) -> int:
         """Remove for good every chat soft-deleted before ``deleted_before``.
