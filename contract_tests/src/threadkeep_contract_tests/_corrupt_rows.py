@@ -126,6 +126,36 @@ class CorruptRowTests(ContractBase):
         with pytest.raises(CorruptRecord) as caught:
             await store.get_last_messages([chat_id])
         self._check_error(caught.value, chat_id, stored[-1].seq, column)
+        with pytest.raises(CorruptRecord) as caught:
+            await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
+        self._check_error(caught.value, chat_id, stored[-1].seq, column)
+
+    @pytest.mark.asyncio
+    async def test_skip_option_keeps_chat_of_damaged_preview(
+        self, store_factory: StoreFactory
+    ) -> None:
+        async with store_factory(corrupt_records="skip") as store:
+            chat_id, stored = await self._seeded(store, "t-preview-skip")
+            healthy_id, _ = await self._seeded(store, "t-preview-healthy")
+            column = None
+            for damage in DAMAGES:
+                column = await self._damage(store, "message", chat_id, stored[-1].seq, damage)
+                if column is not None:
+                    break
+            assert column is not None, "the back door wrote none of the damage kinds"
+            page = await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
+            previews = {p.chat.chat_id: p.last_message for p in page.items}
+            assert list(previews) == [chat_id, healthy_id], "a chat of a damaged preview is lost"
+            damaged = previews[chat_id]
+            assert damaged is None or damaged.seq != stored[-1].seq, "a damaged message previews"
+            agrees = (await store.get_last_messages([chat_id])).get(chat_id)
+            assert (damaged and damaged.message_id) == (agrees and agrees.message_id), (
+                "the preview is not what get_last_messages reads"
+            )
+            healthy = previews[healthy_id]
+            assert healthy is not None
+            assert healthy.text == "m5"
+            assert page.corrupt == [], "a damaged preview is reported as a damaged chat"
 
     @pytest.mark.asyncio
     async def test_skip_option_reads_past_damaged_rows(self, store_factory: StoreFactory) -> None:
@@ -185,8 +215,14 @@ class CorruptRowTests(ContractBase):
                 await store.list_chats(ChatFilter(user_id="u-corrupt"))
             assert caught.value.kind == "chat"
             assert caught.value.column == column
+            with pytest.raises(CorruptRecord) as caught:
+                await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
+            assert (caught.value.kind, caught.value.column) == ("chat", column)
             assert (await store.get_chat(good.chat_id)).chat_id == good.chat_id
         async with store_factory(corrupt_records="skip") as store:
             page = await store.list_chats(ChatFilter(user_id="u-corrupt"))
             assert [c.chat_id for c in page.items] == [good.chat_id]
             assert [(c.kind, c.column) for c in page.corrupt] == [("chat", column)]
+            previews = await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
+            assert [p.chat.chat_id for p in previews.items] == [good.chat_id]
+            assert [(c.kind, c.column) for c in previews.corrupt] == [("chat", column)]

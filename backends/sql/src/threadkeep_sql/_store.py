@@ -43,6 +43,7 @@ from ._messages import _last_messages_statement
 from ._migrate import require_head, upgrade_to_head
 from ._options import ScaleOptions
 from ._partition import partition_count
+from ._previews import PreviewsMixin
 from ._schema_admin import SqlMigrations
 
 __all__ = ["SqlStore"]
@@ -131,7 +132,7 @@ def _require_partitions(connection: sa.Connection, wanted: int) -> None:
         raise InvalidArgument(msg)
 
 
-class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
+class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, PreviewsMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),
