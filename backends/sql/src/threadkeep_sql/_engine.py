@@ -279,6 +279,7 @@ class Database:
     _held_max: int = 0
     _compiled: Compiled | None = None
     _router: ReadRouter | None = None
+    _lite: Compiled | None = None
 
     @classmethod
     def create(
@@ -373,6 +374,7 @@ class Database:
             _reader=reader,
             _write_lock=asyncio.Lock(),
             _every_lock=asyncio.Lock() if memory else None,
+            _lite=Compiled(engine.dialect),
         )
 
     @asynccontextmanager
@@ -475,6 +477,29 @@ class Database:
             raise RuntimeError("raw_connection is for PostgreSQL only")
         async with self._autocommit() as (_conn, driver):
             yield driver
+
+    @asynccontextmanager
+    async def sqlite_driver(self, *, write: bool) -> AsyncIterator[Any]:
+        """SQLite: a pooled connection's ``aiosqlite.Connection``, for one operation.
+
+        Taken as :meth:`write` (``write=True``: behind the writer lock) or :meth:`read`
+        takes its connection, without any ``BEGIN`` (``threadkeep_sql._lite`` issues its
+        own); native errors are mapped (``map_native_errors``).
+        """
+        engine = self.engine if write else self._reader
+        async with self._enter(engine, transaction=False, write=write) as conn:
+            yield (await conn.get_raw_connection()).driver_connection
+
+    @property
+    def sqlite_compiled(self) -> Compiled:
+        """SQLite: the driver's statements compiled once for the SQLite dialect.
+
+        Raises:
+            RuntimeError: On PostgreSQL (a bug in the caller).
+        """
+        if self._lite is None:
+            raise RuntimeError("sqlite_compiled is for SQLite only")
+        return self._lite
 
     @property
     def has_raw_driver(self) -> bool:

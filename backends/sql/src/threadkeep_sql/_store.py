@@ -38,6 +38,7 @@ from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
 from ._errors import _chain
 from ._group import GroupCommitter
+from ._lite_paths import LiteMixin
 from ._load import LoadMixin
 from ._messages import _last_messages_statement
 from ._migrate import require_head, upgrade_to_head
@@ -132,7 +133,7 @@ def _require_partitions(connection: sa.Connection, wanted: int) -> None:
         raise InvalidArgument(msg)
 
 
-class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, PreviewsMixin):
+class SqlStore(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, PreviewsMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),
