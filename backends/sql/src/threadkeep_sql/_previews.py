@@ -18,6 +18,7 @@ from threadkeep import Chat, ChatFilter, Message
 
 from ._base import SqlBase
 from ._chats import chat_filter_clauses, chat_filter_shape, needs_recheck
+from ._lite import run_on_thread
 from ._schema import CHAT_COLUMNS, MESSAGE_COLUMNS, chats, messages
 
 __all__ = ["PreviewsMixin"]
@@ -96,8 +97,11 @@ class PreviewsMixin(SqlBase):
         if before_seq is not None:
             params["before"] = before_seq
         stmt = previews_statement(shape, before_seq is not None)
-        async with self._db.runner() as run:
-            rows = await run.all(stmt, params)
+        if self._db.dialect == "sqlite":  # one hop to the connection's thread (_lite)
+            rows = await run_on_thread(self._db, lambda ops: ops.all(stmt, params), write=False)
+        else:
+            async with self._db.runner() as run:
+                rows = await run.all(stmt, params)
         found = self._chat_rows([row[:_WIDTH] for row in rows])
         message_rows = [row[_WIDTH:] for row in rows if row[_WIDTH] is not None]
         newest: dict[UUID | None, Message] = {
