@@ -73,6 +73,14 @@ class CorruptRowTests(ContractBase):
         )
         return chat.chat_id, stored
 
+    async def _damage_newest(self, store: Store, chat_id: UUID, stored: list[Message]) -> str:
+        """Damage the chat's newest message with the first damage the back door can write."""
+        for damage in DAMAGES:
+            column = await self._damage(store, "message", chat_id, stored[-1].seq, damage)
+            if column is not None:
+                return column
+        raise AssertionError("the back door wrote none of the damage kinds")
+
     async def _damaged_chats(self, store: Store) -> list[tuple[str, UUID, Message, str]]:
         """Damage message 3 of a chat per damage kind the driver can write."""
         damaged = []
@@ -117,12 +125,7 @@ class CorruptRowTests(ContractBase):
     @pytest.mark.asyncio
     async def test_damaged_newest_message_in_previews(self, store: Store) -> None:
         chat_id, stored = await self._seeded(store, "t-preview")
-        column = None
-        for damage in DAMAGES:
-            column = await self._damage(store, "message", chat_id, stored[-1].seq, damage)
-            if column is not None:
-                break
-        assert column is not None, "the back door wrote none of the damage kinds"
+        column = await self._damage_newest(store, chat_id, stored)
         with pytest.raises(CorruptRecord) as caught:
             await store.get_last_messages([chat_id])
         self._check_error(caught.value, chat_id, stored[-1].seq, column)
@@ -137,12 +140,7 @@ class CorruptRowTests(ContractBase):
         async with store_factory(corrupt_records="skip") as store:
             chat_id, stored = await self._seeded(store, "t-preview-skip")
             healthy_id, _ = await self._seeded(store, "t-preview-healthy")
-            column = None
-            for damage in DAMAGES:
-                column = await self._damage(store, "message", chat_id, stored[-1].seq, damage)
-                if column is not None:
-                    break
-            assert column is not None, "the back door wrote none of the damage kinds"
+            await self._damage_newest(store, chat_id, stored)
             page = await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
             previews = {p.chat.chat_id: p.last_message for p in page.items}
             assert list(previews) == [chat_id, healthy_id], "a chat of a damaged preview is lost"
