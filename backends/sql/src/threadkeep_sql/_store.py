@@ -38,11 +38,13 @@ from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
 from ._errors import _chain
 from ._group import GroupCommitter
+from ._lite_paths import LiteMixin
 from ._load import LoadMixin
 from ._messages import _last_messages_statement
 from ._migrate import outdated, require_head, upgrade_to_head
 from ._options import ScaleOptions
 from ._partition import partition_count
+from ._previews import PreviewsMixin
 from ._schema_admin import SqlMigrations
 
 __all__ = ["SqlStore"]
@@ -131,7 +133,7 @@ def _require_partitions(connection: sa.Connection, wanted: int) -> None:
         raise InvalidArgument(msg)
 
 
-class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
+class SqlStore(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, PreviewsMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),

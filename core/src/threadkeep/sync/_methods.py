@@ -14,6 +14,7 @@ from threadkeep import (
     DEFAULT_PAGE_LIMIT,
     Chat,
     ChatFilter,
+    ChatPreview,
     ErasureReceipt,
     Message,
     MessageFilter,
@@ -27,6 +28,7 @@ from threadkeep import (
     ToolCall,
     Viewer,
 )
+from threadkeep._previews import DEFAULT_PREVIEW_CHARS
 from threadkeep.typing import MessageInput
 
 if TYPE_CHECKING:
@@ -898,6 +900,50 @@ class SyncMethods:
             self._store.heartbeat_run(chat_id, run_id, owner=owner, lease_seconds=lease_seconds)
         )
 
+    def list_chat_previews(
+        self,
+        chat_filter: ChatFilter | Mapping[str, Any] | None = None,
+        *,
+        limit: int = DEFAULT_PAGE_LIMIT,
+        cursor: str | None = None,
+        preview_chars: int = DEFAULT_PREVIEW_CHARS,
+    ) -> Page[ChatPreview]:
+        """Return one page of chats, newest created first, each with its newest message.
+
+        The page of ``list_chats(chat_filter, limit=limit, cursor=cursor)`` (same chats, same
+        order, same ``has_more``; its cursors are interchangeable with this method's), each
+        chat paired with what ``get_last_messages`` would give it, cut to a preview, in one
+        call to the driver (one query on SQL).
+
+        Args:
+            chat_filter: Which chats (a :class:`ChatFilter` or a mapping of its fields;
+                default: every live chat), for example ``{"user_id": "u-1"}``.
+            limit: Chats per page (count); default 50, capped at 200.
+            cursor: ``next_cursor`` of the previous page (of this method or of
+                ``list_chats``), issued for the same filter.
+            preview_chars: At most this many code points of each preview's text (an
+                integer >= 0; default 200). ``0`` returns no text, only the other fields.
+
+        Returns:
+            ``Page[ChatPreview]``: ``items`` run oldest to newest within the page (as
+            ``list_chats``), ``next_cursor`` walks to older chats. On a
+            ``corrupt_records="skip"`` store, ``corrupt`` lists damaged chat rows left out;
+            a chat whose newest message is damaged is kept (see ``ChatPreview``).
+
+        Raises:
+            InvalidArgument: If ``limit`` or ``preview_chars`` is not an integer in range,
+                or the filter does not validate.
+            InvalidCursor: If the cursor is foreign, altered or for another filter.
+            CorruptRecord: If a chat row, or a chat's newest message, is damaged (unless
+                the store reads past damaged rows).
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(
+            self._store.list_chat_previews(
+                chat_filter, limit=limit, cursor=cursor, preview_chars=preview_chars
+            )
+        )
+
     def list_chats(
         self,
         chat_filter: ChatFilter | Mapping[str, Any] | None = None,
@@ -1147,7 +1193,10 @@ class SyncMethods:
             limit: At most this many runs per call (a count, at least 1).
 
         Returns:
-            The runs this call marked (a concurrent sweeper marks the others).
+            The runs this call marked (a concurrent sweeper marks the others). A run whose
+            stored row is damaged is left alone (reading it raises ``CorruptRecord``;
+            ``threadkeep check`` lists it): one damaged row must not stop the sweeper for
+            every other run of the store (issue 12).
 
         Raises:
             InvalidArgument: If ``limit`` is not an integer of at least 1.
