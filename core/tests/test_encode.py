@@ -30,18 +30,9 @@ from threadkeep import (
     Reasoning,
     Store,
     ToolCall,
+    _content,
 )
-from threadkeep._content import (
-    ENVELOPE_ALLOWANCE_BYTES,
-    MAX_NESTING_DEPTH,
-    STORE_ASSIGNED_MESSAGE_FIELDS,
-    check_content,
-    check_payload_size,
-    dump_json,
-    envelope_problem,
-    json_data,
-    message_fingerprint,
-)
+from threadkeep._content import ENVELOPE_ALLOWANCE_BYTES, MAX_NESTING_DEPTH
 from threadkeep._encode import encode_message, fingerprint_of, message_body_of
 
 LIMIT = 16 * 1024 * 1024
@@ -72,15 +63,18 @@ class Annotated(Message):
 
 def _old_prepare(message: Message) -> tuple[str, str]:
     """The original ``prepare_message`` body and fingerprint (before the one-pass encoding)."""
-    check_payload_size(message, LIMIT)
-    check_content(message, "message")
-    data = json_data(
-        message, "message", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
+    _content.check_payload_size(message, LIMIT)
+    _content.check_content(message, "message")
+    data = _content.json_data(
+        message,
+        "message",
+        exclude=set(_content.STORE_ASSIGNED_MESSAGE_FIELDS),
+        serialize_as_any=True,
     )
-    body = dump_json(data)
+    body = _content.dump_json(data)
     if len(body) * 4 > ENVELOPE_ALLOWANCE_BYTES:
-        envelope_problem(data)
-    return body, message_fingerprint(data)
+        _content.envelope_problem(data)
+    return body, _content.message_fingerprint(data)
 
 
 _text = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
