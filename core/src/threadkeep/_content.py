@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from ._errors import InvalidArgument, InvalidContent, PayloadTooLarge
-from ._models import Message
+from ._models import ChatStatus, Message, MessageKind, MessageStatus, Role, Share
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -194,8 +194,13 @@ _NON_FINITE = "is NaN or infinite, which has no JSON form and cannot be stored e
     "store null, a string or a finite number instead"
 )
 _REPLACE = "replace it (for example with U+FFFD) before writing"
-_CLEAN_TYPES = frozenset({int, bool, type(None), UUID, datetime})
-"""Types that can hold neither a surrogate nor a non-finite float (checked by ``type is``)."""
+_CLEAN_TYPES = frozenset(
+    {int, bool, type(None), UUID, datetime, Role, MessageStatus, MessageKind, ChatStatus, Share}
+)
+"""Types that can hold neither a surrogate nor a non-finite float (checked by ``type is``).
+
+threadkeep's own enums are among them: their values are fixed ASCII words.
+"""
 
 
 def _content_problem(value: Any, depth: int = 0) -> tuple[list[object], str] | None:
