@@ -169,8 +169,9 @@ def test_ids_anywhere_are_left_out_of_the_fingerprint() -> None:
         Message(role="user", metadata={"x": math.inf}),
         Message(role="user", metadata={"x": object()}),
         Message(role="user", metadata={"x": b"\xff"}),
+        Message(role="user", metadata={"x": 10**5000}),
     ],
-    ids=["surrogate", "surrogate-key", "nan", "infinity", "object", "bytes"],
+    ids=["surrogate", "surrogate-key", "nan", "infinity", "object", "bytes", "huge-int"],
 )
 def test_refusals_are_those_of_the_original_encoding(message: Message) -> None:
     with pytest.raises(InvalidContent) as old:

@@ -51,9 +51,9 @@ def _serialized(message: Message) -> tuple[bytes, dict[str, Any]] | None:
         raw = message.__pydantic_serializer__.to_json(
             message, exclude=_EXCLUDE, serialize_as_any=True
         )
+        data = from_json(raw)  # ValueError: an integer too long for its parser, for one
     except (PydanticSerializationError, ValueError, RecursionError):
         return None
-    data = from_json(raw)
     return (raw, data) if type(data) is dict else None
 
 
