@@ -11,9 +11,6 @@ record at a time, not the file):
 2. **write**: each other record's chat is created if needed, its messages go in through
    ``Store.load_messages`` (``COPY`` on PostgreSQL), and only then its digest is written to
    the chat's ``metadata["source"]["digest"]``: the proof that the record is stored whole.
-   Records are chats of their own, so up to ``CHAT_LANES`` of them are written at once
-   (one waits on the database while the next is encoded); the first failure cancels the
-   others and is raised, and every record whose proof is written is whole.
 
 A small file's conversions are kept between the passes; a large file's records are read and
 converted again in the second pass instead.
@@ -21,7 +18,6 @@ converted again in the second pass instead.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -33,7 +29,6 @@ from .._errors import IdempotencyConflict, InvalidArgument
 from .._models import Message
 from . import ImportReport, ProgressCallback
 from ._files import STREAM_BYTES, iter_records
-from ._lanes import CHAT_LANES, chat_lanes
 
 if TYPE_CHECKING:
     from .._models import Chat
@@ -154,31 +149,16 @@ async def _write(
         if present:
             progress(len(present), total)
     done = len(present)
-    lanes = asyncio.Semaphore(CHAT_LANES)
-
-    async def write(conversation: Conversation, digest: str) -> None:
-        nonlocal done
-        try:
-            report.merge(await store_conversation(store, user_id, conversation, digest))
-        finally:
-            lanes.release()
+    records = iter_records(source) if len(kept) < total - len(present) else None
+    for index in range(total):
+        record, line = next(records) if records is not None else (None, None)
+        if index in present:
+            continue
+        conversation = kept.pop(index, None) or convert(record, index, line)
+        report.merge(await store_conversation(store, user_id, conversation, digests[index]))
         done += 1
         if progress is not None:
             progress(done, total)
-
-    records = iter_records(source) if len(kept) < total - len(present) else None
-    async with chat_lanes() as group:  # the first failure cancels the rest, and is raised
-        for index in range(total):
-            record, line = next(records) if records is not None else (None, None)
-            if index in present:
-                continue
-            await lanes.acquire()  # before converting: at most CHAT_LANES records in memory
-            try:
-                conversation = kept.pop(index, None) or convert(record, index, line)
-            except BaseException:
-                lanes.release()
-                raise
-            group.create_task(write(conversation, digests[index]))
     return report
 
 

@@ -10,8 +10,7 @@ file and line.
 A stream splits into runs at each ``RUN_STARTED``; each run is folded by
 :class:`threadkeep.agui.StorageAgent` (``write_policy="buffered"``) exactly as a live run,
 its request's messages (the user's prompt first) stored as the run's input, so what is
-stored equals what the wrapper stores. A chat's runs go in one after another, in the
-recorded order; up to ``CHAT_LANES`` chats are written at once (``_lanes``).
+stored equals what the wrapper stores.
 
 Identity:
 
@@ -34,11 +33,9 @@ warning saying so (instead of the run wrapper's "not ended in one batch").
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
@@ -53,7 +50,6 @@ from .._runs import Run, RunStatus
 from ..agui._agent import StorageAgent
 from . import ImportReport, ProgressCallback
 from ._agui_files import RunRecord, normalize_request, read_recordings, runs_of
-from ._lanes import CHAT_LANES, chat_lanes
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -107,47 +103,15 @@ async def import_agui(
     if thread_scope not in THREAD_SCOPES:
         raise InvalidArgument(f"thread_scope is 'recording' or 'thread', not {thread_scope!r}")
     runs = runs_of(read_recordings(Path(path)))
-    by_chat: dict[str, list[RunRecord]] = {}
-    for run in runs:
-        key = run.thread_id if thread_scope == "thread" else _recording_key(run)
-        by_chat.setdefault(key, []).append(run)
+    report = ImportReport()
+    chats: set[str] = set()
     if progress is not None:
         progress(0, len(runs))  # read: writing starts
-    return await _import_chats(
-        store, user_id, by_chat, progress=progress, total=len(runs), keep_events=keep_events
-    )
-
-
-async def _import_chats(
-    store: Store,
-    user_id: str,
-    by_chat: dict[str, list[RunRecord]],
-    *,
-    progress: ProgressCallback | None,
-    total: int,
-    keep_events: bool,
-) -> ImportReport:
-    """Import each chat's runs in their recorded order, up to ``CHAT_LANES`` chats at once."""
-    report = ImportReport()
-    done = 0
-    lanes = asyncio.Semaphore(CHAT_LANES)
-
-    async def import_chat(key: str, chat_runs: list[RunRecord]) -> None:
-        nonlocal done
-        async with lanes:
-            counted: set[str] = set()
-            for run in chat_runs:
-                found = await _import_run(
-                    store, user_id, run, key, counted, keep_events=keep_events
-                )
-                report.merge(found)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
-
-    async with chat_lanes() as group:  # the first failure cancels the rest, and is raised
-        for key, chat_runs in by_chat.items():
-            group.create_task(import_chat(key, chat_runs))
+    for done, run in enumerate(runs, start=1):
+        key = run.thread_id if thread_scope == "thread" else _recording_key(run)
+        report.merge(await _import_run(store, user_id, run, key, chats, keep_events=keep_events))
+        if progress is not None:
+            progress(done, len(runs))
     return report
 
 
@@ -250,8 +214,6 @@ async def _run_slot(store: Store, chat_id: Any, run: RunRecord) -> tuple[str, bo
 
 _BATCH_REFUSED = "not ended in one batch"
 _AGENT_LOG = logging.getLogger("threadkeep.agui")
-_REFUSALS: ContextVar[_Refusals | None] = ContextVar("threadkeep_import_refusals", default=None)
-"""The run whose wrapper warnings the current task's filter collects."""
 
 
 @dataclass
@@ -269,11 +231,8 @@ class _Refusals:
 def _refused_batches() -> Iterator[_Refusals]:
     """Collect (and hold back) the run wrapper's "not ended in one batch" warnings."""
     refused = _Refusals()
-    mine = _REFUSALS.set(refused)
 
     def hold(record: logging.LogRecord) -> bool:
-        if _REFUSALS.get() is not refused:
-            return True  # another run's (runs of other chats are imported meanwhile)
         if record.levelno >= logging.ERROR:
             refused.errors += 1
         elif record.levelno == logging.WARNING and _BATCH_REFUSED in record.getMessage():
@@ -286,7 +245,6 @@ def _refused_batches() -> Iterator[_Refusals]:
         yield refused
     finally:
         _AGENT_LOG.removeFilter(hold)
-        _REFUSALS.reset(mine)
 
 
 def _warn_refused(run: RunRecord, stored: list[Message], refused: _Refusals) -> None:

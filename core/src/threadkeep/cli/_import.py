@@ -170,7 +170,7 @@ def _interrupted(path: Path, format_name: str, state: _Done) -> str:
     unit = UNITS.get(format_name, "records")
     text = f"interrupted: {state.done:,} of {state.total:,} {unit} of {path.name} are imported"
     if state.done < state.total:
-        text += " (records being written may be partly stored)"
+        text += " (the next one may be partly stored)"
     return text + "; run the same command again to finish: what is stored already is skipped"
 
 
