@@ -114,3 +114,39 @@ class ArchiveTests(ContractBase):
         )
         assert extra.seq is not None
         assert extra.seq > max(s.seq or 0 for s in scanned)
+
+    @pytest.mark.asyncio
+    @archive_capability
+    async def test_scan_reads_a_soft_deleted_chat(
+        self, store: Store, capabilities: Capabilities
+    ) -> None:
+        """A soft-deleted chat's messages (hidden and large ones too) and steps still scan.
+
+        ``Store.scan_messages`` / ``scan_steps`` promise deleted chats' rows: copying a
+        deleted chat (``threadkeep copy``) depends on it, or its restore comes back empty.
+        """
+        chat = await store.create_chat("u-archive", "t-deleted-scan")
+        sent = [Message(role="user", content=f"m{i}") for i in range(9)]
+        sent.append(Message(role="assistant", content="x" * (800 * 1024)))
+        stored = await store.append_messages(chat.chat_id, sent)
+        await store.delete_messages(chat.chat_id, [stored[2].message_id])
+        steps: list[Step] = []
+        if capabilities.steps:
+            steps = await store.save_steps(
+                [
+                    Step(chat_id=chat.chat_id, run_id="r", stack_id="s", type="llm", output=i)
+                    for i in range(3)
+                ]
+            )
+        live = await scan_all_messages(store, chat.chat_id, batch=4)
+        await store.delete_chat(chat.chat_id)
+        scanned = await scan_all_messages(store, chat.chat_id, batch=4)
+        assert [_fingerprint(m) for m in scanned] == [_fingerprint(m) for m in live], (
+            "a soft-deleted chat's scan must return the same rows as before the delete"
+        )
+        assert [m.message_id for m in scanned] == [m.message_id for m in stored]
+        assert sum(m.deleted_at is not None for m in scanned) == 1, "hidden rows included"
+        if capabilities.steps:
+            scanned_steps = await store._scan_steps(chat.chat_id, 0, 2)
+            scanned_steps += await store._scan_steps(chat.chat_id, scanned_steps[-1].seq or 0, 2)
+            assert [s.step_id for s in scanned_steps] == [s.step_id for s in steps]

@@ -340,7 +340,10 @@ class DriverPrimitives(ABC):
     # -- archive support (capability "archive") ------------------------------------------
 
     async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
-        """Return at most ``limit`` messages, hidden ones included, ``seq > after_seq``, ASC."""
+        """Return at most ``limit`` messages, hidden ones included, ``seq > after_seq``, ASC.
+
+        A soft-deleted chat's messages are returned too (``Store.scan_messages``).
+        """
         raise _unsupported("archive")
 
     async def _delete_hot_messages(self, chat_id: UUID) -> int:
@@ -436,7 +439,10 @@ class DriverPrimitives(ABC):
         raise _unsupported("steps")
 
     async def _scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
-        """Return at most ``limit`` steps of the chat with ``seq > after_seq``, ASC."""
+        """Return at most ``limit`` steps of the chat with ``seq > after_seq``, ASC.
+
+        A soft-deleted chat's steps are returned too (``Store.scan_steps``).
+        """
         raise _unsupported("steps")
 
     async def _delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:

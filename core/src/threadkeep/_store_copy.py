@@ -79,7 +79,9 @@ class CopyOps(StoreCore):
         Its ``chat_id``, timestamps, status, archive reference and deletion are kept; the
         store assigns only its store-wide ``seq``.
 
-        Idempotent: a chat whose ``chat_id`` is stored already is left as it is.
+        Idempotent: a chat whose ``chat_id`` is stored already is left as it is. To copy a
+        soft-deleted chat with its records, pass it with ``deleted_at=None``, copy its
+        records, then call :meth:`copy_deletion` (what ``threadkeep copy`` does).
 
         Args:
             chat: The chat as read from another store.
@@ -110,6 +112,39 @@ class CopyOps(StoreCore):
             raise Conflict(msg)
         if record.deleted_at is not None:
             await self._update_chat(record, None)
+        return True
+
+    async def copy_deletion(self, chat: Chat) -> bool:
+        """Mark a copied chat deleted as ``chat`` (from the source) is, once its records are in.
+
+        A soft-deleted chat is copied live (``copy_chat`` of it with ``deleted_at=None``),
+        its messages, steps and runs copied into it, and then this marks it deleted with
+        the source's ``deleted_at``: some drivers take no records into a deleted chat, and
+        a restore here then gives back everything. Idempotent: a chat deleted here already,
+        or a ``chat`` not deleted, is left as it is.
+
+        Args:
+            chat: The chat as read from the source store.
+
+        Returns:
+            ``True`` if the chat was marked deleted here, ``False`` if nothing changed.
+
+        Raises:
+            ChatNotFound: If the chat is not here (``copy_chat`` it first).
+            InvalidArgument: If ``chat`` is not a ``Chat``.
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        if not isinstance(chat, Chat):
+            raise InvalidArgument(f"copy_deletion takes a Chat, not {type(chat).__name__}")
+        stored = await self._get_chat(chat.chat_id)
+        if stored is None:
+            raise ChatNotFound(f"no chat {chat.chat_id} here; copy_chat it first")
+        if chat.deleted_at is None or stored.deleted_at is not None:
+            return False
+        record = self.chat_model.model_validate(chat.model_dump())
+        self.record_body(record)
+        await self._update_chat(record, None)
         return True
 
     async def copy_messages(self, chat_id: UUID | str, messages: Sequence[Message]) -> int:

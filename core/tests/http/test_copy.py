@@ -131,12 +131,10 @@ def test_copy_sqlite_to_postgresql_interrupted_resumed_and_idempotent(
     resumed = cli.json("copy", sqlite_url, postgres_url, "--json")
     assert resumed["chats"] == 202
     assert resumed["chats_copied"] < 202
-    # tau-bench's and the run chat's three (one hidden); a soft-deleted chat's messages are
-    # hidden from every read, scans included, so it is copied deleted and empty.
-    assert resumed["messages"] == 5308 + 3
+    # tau-bench's, the run chat's three (one hidden) and the soft-deleted chat's one.
+    assert resumed["messages"] == 5308 + 3 + 1
     assert resumed["steps"] == 1
     assert resumed["runs"] == 1
-    assert resumed["deleted_chats"] == 1
 
     source, copied = asyncio.run(_everything(sqlite_url)), asyncio.run(_everything(postgres_url))
     assert copied.keys() == source.keys()
@@ -152,23 +150,105 @@ def test_copy_sqlite_to_postgresql_interrupted_resumed_and_idempotent(
         again["steps_copied"],
         again["runs_copied"],
     ) == (0, 0, 0, 0)
-    assert (again["chats"], again["messages"]) == (202, 5311)
+    assert (again["chats"], again["messages"]) == (202, 5312)
 
 
-def test_copy_says_that_deleted_chats_arrive_without_their_messages(cli, tmp_path):
+async def _seed_deleted(url: str) -> str:
+    """A deleted chat with a run, its steps and a hidden message, and a live chat."""
+    async with open_store(url) as store:
+        gone = await store.create_chat("ops", "deleted")
+        await store.start_run(gone.chat_id, "r1", owner="w")
+        stored = await store.append_messages(
+            gone.chat_id,
+            [Message(role="user", content=f"m{i}", run_id="r1") for i in range(450)],
+        )
+        await store.save_steps(
+            [Step(chat_id=gone.chat_id, run_id="r1", stack_id="s", type="llm") for _ in range(3)]
+        )
+        await store.finish_run(gone.chat_id, "r1", owner="w", status="complete")
+        await store.delete_messages(gone.chat_id, [stored[7].message_id])
+        await store.delete_chat(gone.chat_id)
+        await store.create_chat("ops", "live")
+        return str(gone.chat_id)
+
+
+async def _visible(store: Any, chat_id: str) -> list[Message]:
+    found: list[Message] = []
+    cursor = None
+    while True:
+        page = await store.list_messages(chat_id, limit=200, cursor=cursor)
+        found += page.items
+        if not page.has_more:
+            return found
+        cursor = page.next_cursor
+
+
+async def _scanned(store: Any, chat_id: str) -> list[Message]:
+    found: list[Message] = []
+    while batch := await store.scan_messages(chat_id, after_seq=found[-1].seq if found else 0):
+        found += batch
+    return found
+
+
+async def _restored(url: str, chat_id: str) -> dict[str, Any]:
+    """Restore the chat and return what every read gives back (visible and scanned)."""
+    async with open_store(url) as store:
+        chat = await store.restore_chat(chat_id)
+        return {
+            "chat": chat.model_dump(mode="json", exclude={"seq", "revision", "updated_at"}),
+            "visible": [m.model_dump(mode="json") for m in await _visible(store, chat_id)],
+            "scanned": [m.model_dump(mode="json") for m in await _scanned(store, chat_id)],
+            "steps": [s.model_dump(mode="json") for s in await store.scan_steps(chat_id)],
+            "run": (await store.get_run(chat_id, "r1")).model_dump(
+                mode="json", exclude={"revision"}
+            ),
+        }
+
+
+def test_copy_brings_deleted_chats_with_their_records(cli, tmp_path):
     source = f"sqlite+aiosqlite:///{tmp_path / 'src.db'}"
     target = f"sqlite+aiosqlite:///{tmp_path / 'dst.db'}"
+    chat_id = asyncio.run(_seed_deleted(source))
+    result = cli.json("copy", source, target, "--json")
+    assert (result["chats"], result["messages_copied"], result["steps_copied"]) == (2, 450, 3)
+    assert result["runs_copied"] == 1
+    assert "deleted_chats" not in result
 
-    async def seed() -> None:
-        async with open_store(source) as store:
-            gone = await store.create_chat("ops", "deleted")
-            await store.append_message(gone.chat_id, Message(role="user", content="bye"))
-            await store.delete_chat(gone.chat_id)
-            await store.create_chat("ops", "live")
+    async def deleted_here() -> bool:
+        async with open_store(target) as store:
+            page = await store.list_chats(ChatFilter(deleted="only"), limit=10)
+            return [str(c.chat_id) for c in page.items] == [chat_id]
 
-    asyncio.run(seed())
-    result = cli("copy", source, target)
-    assert result.exit_code == 0, result.stderr
-    assert "1 soft-deleted chats were copied deleted and without their messages" in result.stderr
+    assert asyncio.run(deleted_here()), "the copy must stay deleted"
     again = cli.json("copy", source, target, "--json")
-    assert (again["chats"], again["deleted_chats"]) == (2, 1)
+    assert (again["chats_copied"], again["messages_copied"], again["messages"]) == (0, 0, 450)
+    copied, original = (
+        asyncio.run(_restored(target, chat_id)),
+        asyncio.run(_restored(source, chat_id)),
+    )
+    assert len(copied["visible"]) == 449
+    assert len(copied["scanned"]) == 450
+    assert copied == original
+
+
+def test_copy_resumed_after_a_deleted_chat_went_in_live_marks_it_deleted(cli, tmp_path):
+    """Killed after the live insert and part of the rows: the rerun copies the rest, deletes."""
+    source = f"sqlite+aiosqlite:///{tmp_path / 'src.db'}"
+    target = f"sqlite+aiosqlite:///{tmp_path / 'dst.db'}"
+    chat_id = asyncio.run(_seed_deleted(source))
+
+    async def half_copied() -> None:
+        async with open_store(source) as src, open_store(target) as dst:
+            (chat,) = (await src.list_chats(ChatFilter(deleted="only"), limit=10)).items
+            assert await dst.copy_chat(chat.model_copy(update={"deleted_at": None}))
+            await dst.copy_messages(chat_id, await src.scan_messages(chat_id, limit=100))
+            assert not await dst.copy_deletion(chat.model_copy(update={"deleted_at": None}))
+
+    asyncio.run(half_copied())
+    result = cli.json("copy", source, target, "--json")
+    assert (result["chats_copied"], result["messages_copied"]) == (1, 350)
+    copied, original = (
+        asyncio.run(_restored(target, chat_id)),
+        asyncio.run(_restored(source, chat_id)),
+    )
+    assert copied == original

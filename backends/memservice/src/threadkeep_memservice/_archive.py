@@ -42,13 +42,15 @@ class ArchivePrimitives(MessagePrimitives):
 
     @mapped
     async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
-        found_session = await self._chat_session(chat_id, include_deleted=False)
-        if found_session is None or found_session[1].deleted_at is not None:
+        # A soft-deleted chat's session (and events) are read too (``include_deleted``).
+        found_session = await self._chat_session(chat_id, include_deleted=True)
+        if found_session is None:
             return []
         session_id = found_session[0].session_id
         found: list[Message] = []
-        async for heads in self._heads(session_id, after=after_seq, page=min(200, limit)):
-            found += await self._materialize(session_id, chat_id, heads)
+        pages = self._heads(session_id, after=after_seq, page=min(200, limit), include_deleted=True)
+        async for heads in pages:
+            found += await self._materialize(session_id, chat_id, heads, include_deleted=True)
             if len(found) >= limit:
                 return found[:limit]
         return found

@@ -49,19 +49,34 @@ class ReadHelpers(StagingHelpers):
     not committed (yet, or ever) are not there for readers (see :mod:`._staging`).
     """
 
-    async def _chunks_of(self, session_id: str, heads: Sequence[Event]) -> list[Event]:
-        """Return the chunk events of the large messages among ``heads`` (batched reads)."""
+    async def _chunks_of(
+        self, session_id: str, heads: Sequence[Event], *, include_deleted: bool = False
+    ) -> list[Event]:
+        """Return the chunk events of the large messages among ``heads`` (batched reads).
+
+        ``include_deleted`` also reads a soft-deleted chat's session.
+        """
         keys = [key for head in heads for key in chunk_keys_of(head)]
         chunks: list[Event] = []
         for batch in batched(keys):
-            chunks += await self.service.get_events(self.space_id, session_id, dedup_keys=batch)
+            chunks += await self.service.get_events(
+                self.space_id, session_id, dedup_keys=batch, include_deleted=include_deleted
+            )
         return chunks
 
     async def _materialize(
-        self, session_id: str, chat_id: UUID, heads: Sequence[Event]
+        self,
+        session_id: str,
+        chat_id: UUID,
+        heads: Sequence[Event],
+        *,
+        include_deleted: bool = False,
     ) -> list[Message]:
-        """Return the messages of ``heads`` (fetching chunks of large ones in batches)."""
-        chunks = await self._chunks_of(session_id, heads)
+        """Return the messages of ``heads`` (fetching chunks of large ones in batches).
+
+        ``include_deleted`` also reads a soft-deleted chat's session.
+        """
+        chunks = await self._chunks_of(session_id, heads, include_deleted=include_deleted)
         return rebuilt_each(heads, lambda head: self._message_of(head, chat_id, chunks))
 
     def _message_of(self, head: Event, chat_id: UUID, chunks: Sequence[Event]) -> Message:
@@ -132,11 +147,13 @@ class ReadHelpers(StagingHelpers):
         before: int | None = None,
         descending: bool = False,
         page: int = MAX_PAGE,
+        include_deleted: bool = False,
     ) -> AsyncIterator[list[Event]]:
         """Yield pages of a session's committed head events in sequence order (keyset).
 
         Pages may come out shorter than ``page`` (heads of uncommitted batches are left
-        out); the walk ends after the service's last page.
+        out); the walk ends after the service's last page. ``include_deleted`` also reads
+        a soft-deleted chat's session (threadkeep soft-deletes events only with it).
         """
         memo: Memo = {}
         while True:
@@ -148,8 +165,11 @@ class ReadHelpers(StagingHelpers):
                 before=before,
                 limit=page,
                 descending=descending,
+                include_deleted=include_deleted,
             )
-            committed = await self._committed_heads(session_id, events, memo)
+            committed = await self._committed_heads(
+                session_id, events, memo, include_deleted=include_deleted
+            )
             if committed:
                 yield committed
             if len(events) < page:

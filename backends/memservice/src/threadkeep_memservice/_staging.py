@@ -121,7 +121,12 @@ class StagingHelpers(MemServiceBase):
     """Writing a batch in staged parts, and hiding the parts of batches not committed."""
 
     async def _committed_heads(
-        self, session_id: str, heads: Sequence[Event], memo: Memo | None = None
+        self,
+        session_id: str,
+        heads: Sequence[Event],
+        memo: Memo | None = None,
+        *,
+        include_deleted: bool = False,
     ) -> list[Event]:
         """Return ``heads`` without those of batches whose commit marker is not stored.
 
@@ -130,6 +135,7 @@ class StagingHelpers(MemServiceBase):
             heads: Head events read from it.
             memo: Decisions already taken in this read (updated); pass the same dict for
                 every page of one read so a batch is never half visible.
+            include_deleted: Also read a soft-deleted chat's session.
         """
         memo = {} if memo is None else memo
         unknown: list[str] = []
@@ -140,7 +146,10 @@ class StagingHelpers(MemServiceBase):
                 unknown.append(batch)
         for part in slices(sorted(unknown)):
             found = await self.service.get_events(
-                self.space_id, session_id, dedup_keys=[commit_key(b) for b in part]
+                self.space_id,
+                session_id,
+                dedup_keys=[commit_key(b) for b in part],
+                include_deleted=include_deleted,
             )
             present = {e.dedup_key for e in found}
             for batch in part:

@@ -37,8 +37,6 @@ class MongoArchiveMixin(MongoBase):
 
     async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         with map_errors("scan messages"):
-            if not await self._live_chat_ids([chat_id]):
-                return []
             cursor = self._cols.messages.find(
                 {"chat_id": chat_id, "seq": {"$gt": after_seq}}, sort=[("seq", 1)], limit=limit
             )

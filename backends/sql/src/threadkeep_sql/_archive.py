@@ -27,7 +27,6 @@ _SCAN = (
     .where(
         _m.chat_id == sa.bindparam("chat_id"),
         _m.seq > sa.bindparam("after"),
-        sa.exists().where(_c.chat_id == _m.chat_id, _c.deleted_at.is_(None)),
     )
     .order_by(_m.seq)
     .limit(sa.bindparam("limit"))

@@ -382,7 +382,7 @@ class MemoryStore(MemoryRunsMixin, Store):
     ) -> list[Message]:
         with self._state.lock:
             chat = self._state.chats.get(chat_id)
-            if chat is None or chat.deleted:
+            if chat is None or (chat.deleted and not hidden):
                 return []
             start = bisect.bisect_right(chat.seqs, after_seq)
             found: list[Message] = []

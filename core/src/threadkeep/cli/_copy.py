@@ -5,6 +5,8 @@ record goes through the store's copy API (``Store.copy_chat``, ``copy_messages``
 ``copy_steps``, ``copy_run``), which keeps ids, seqs and timestamps and skips what is there
 already: an interrupted copy resumes by running it again, and a second run copies nothing.
 Archived chats are copied as their archive reference (their bundle stays where it is).
+A soft-deleted chat is copied with its records and marked deleted after them, so a restore
+in the destination gives back everything.
 Memory stays bounded: the chat list is spooled to a temporary file, and records move in
 batches of 200. A final check counts every copied chat's records on both sides.
 """
@@ -46,9 +48,6 @@ class CopyCounts:
     steps_copied: int = 0
     runs: int = 0
     runs_copied: int = 0
-    deleted_chats: int = 0
-    """Soft-deleted chats found: copied deleted, without their messages and steps (a
-    deleted chat's records are hidden from every read, scans included)."""
 
 
 class _ChatSpool:
@@ -178,10 +177,13 @@ async def copy_store(source: Store, target: Store, progress: Any = None) -> Copy
             await _spool(source, spool)
             for chat in spool.oldest_first(source.chat_model):
                 counts.chats += 1
-                counts.deleted_chats += chat.deleted_at is not None
-                counts.chats_copied += await target.copy_chat(chat)
+                # A deleted chat goes in live and is marked deleted once its records are
+                # in (``Store.copy_deletion``); a resumed copy finishes the same way.
+                live = chat.model_copy(update={"deleted_at": None})
+                counts.chats_copied += await target.copy_chat(live)
                 runs = await _copy_records(source, target, chat, counts)
                 await _copy_runs(source, target, chat, runs, counts)
+                await target.copy_deletion(chat)
                 await _check(source, target, chat)
                 if progress is not None:
                     progress(counts.chats, spool.count)
@@ -222,13 +224,6 @@ def copy(
                 )
 
     counts = run(go())
-    if counts.deleted_chats:
-        typer.echo(
-            f"threadkeep: {counts.deleted_chats:,} soft-deleted chats were copied deleted and "
-            "without their messages and steps (hidden from every read); restore them in the "
-            "source and copy again to keep those",
-            err=True,
-        )
     if as_json:
         print_json(asdict(counts))
         return

@@ -299,7 +299,9 @@ class SyncMethods:
         Its ``chat_id``, timestamps, status, archive reference and deletion are kept; the
         store assigns only its store-wide ``seq``.
 
-        Idempotent: a chat whose ``chat_id`` is stored already is left as it is.
+        Idempotent: a chat whose ``chat_id`` is stored already is left as it is. To copy a
+        soft-deleted chat with its records, pass it with ``deleted_at=None``, copy its
+        records, then call :meth:`copy_deletion` (what ``threadkeep copy`` does).
 
         Args:
             chat: The chat as read from another store.
@@ -313,6 +315,28 @@ class SyncMethods:
             BackendUnavailable: If the backend fails.
         """
         return self._run(self._store.copy_chat(chat))
+
+    def copy_deletion(self, chat: Chat) -> bool:
+        """Mark a copied chat deleted as ``chat`` (from the source) is, once its records are in.
+
+        A soft-deleted chat is copied live (``copy_chat`` of it with ``deleted_at=None``),
+        its messages, steps and runs copied into it, and then this marks it deleted with
+        the source's ``deleted_at``: some drivers take no records into a deleted chat, and
+        a restore here then gives back everything. Idempotent: a chat deleted here already,
+        or a ``chat`` not deleted, is left as it is.
+
+        Args:
+            chat: The chat as read from the source store.
+
+        Returns:
+            ``True`` if the chat was marked deleted here, ``False`` if nothing changed.
+
+        Raises:
+            ChatNotFound: If the chat is not here (``copy_chat`` it first).
+            InvalidArgument: If ``chat`` is not a ``Chat``.
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.copy_deletion(chat))
 
     def copy_messages(self, chat_id: UUID | str, messages: Sequence[Message]) -> int:
         """Insert messages exactly as given (ids, seqs, timestamps, deletion, revision).
