@@ -23,8 +23,9 @@ from datetime import datetime
 from typing import Any, ClassVar, Literal
 from uuid import UUID
 
-from ._content import STORE_ASSIGNED_MESSAGE_FIELDS, PreparedMessage, message_fingerprint
-from ._errors import CapabilityNotSupported, IdempotencyConflict
+from ._batch import fingerprint, resolve_batch
+from ._content import PreparedMessage
+from ._errors import CapabilityNotSupported
 from ._models import Chat, ChatStatus, Message
 from ._paging import ChatFilter, MessageFilter
 from ._runs import Run, Step
@@ -34,11 +35,6 @@ __all__ = ["STORE_WRITE_PRIMITIVES", "WRITE_PRIMITIVES", "DriverPrimitives", "Ne
 
 NestedKind = Literal["tool_call", "reasoning"]
 """Which nested list of a message a lookup searches."""
-
-
-def _fingerprint(message: Message) -> str:
-    body = message.model_dump(mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS))
-    return message_fingerprint(body)
 
 
 def _unsupported(capability: str) -> CapabilityNotSupported:
@@ -457,12 +453,13 @@ class DriverPrimitives(ABC):
         ``_insert_messages`` and ``_save_steps`` in turn: the same result without concurrent
         writers, but not atomic, and several writes.
         """
+        held: dict[str, tuple[str, Message]] = {}
         for item in messages:
             agui_id = item.message.agui_id
-            held = await self._get_message_by_agui_id(run.chat_id, agui_id) if agui_id else None
-            if held is not None and _fingerprint(held) != item.fingerprint:
-                msg = f"agui_id {agui_id!r} is stored in chat {run.chat_id} with another payload"
-                raise IdempotencyConflict(msg)
+            found = await self._get_message_by_agui_id(run.chat_id, agui_id) if agui_id else None
+            if agui_id is not None and found is not None:
+                held[agui_id] = (fingerprint(found), found)
+        resolve_batch(run.chat_id, messages, held.get)
         if expected_revision is None:
             if await self._get_run(run.chat_id, run.run_id) is not None:
                 return None

@@ -11,6 +11,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from ._batch import fingerprint as stored_fingerprint
 from ._capabilities import Capabilities
 from ._clock import Clock, as_utc, system_clock
 from ._content import (
@@ -20,7 +21,6 @@ from ._content import (
     dump_json,
     json_data,
     load_json,
-    message_fingerprint,
     prepare_message,
     validate_model,
 )
@@ -345,10 +345,7 @@ class StoreCore(DriverPrimitives):
             pydantic_core.PydanticSerializationError: If an undeclared extra field holds a
                 value with no JSON form (``prepare`` refuses such a message first).
         """
-        data = message.model_dump(
-            mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
-        )
-        return message_fingerprint(data)
+        return stored_fingerprint(message)
 
     @staticmethod
     def record_body(record: BaseModel) -> str:

@@ -394,7 +394,7 @@ class ArchiveLifecycleContract:
 
 def _lend(monkeypatch: pytest.MonkeyPatch, archive: Any) -> None:
     """Make reads and erasure open ``archive`` (a fault wrapper) instead of the ref's URL."""
-    from ._archive import _tiered
+    from . import _store_tiering as _tiered
 
     monkeypatch.setattr(_tiered, "open_archive", lambda url, **options: _Borrowed(archive))
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from threadkeep import Store, open_store
-from threadkeep._archive._tiered import open_archive
+from threadkeep._store_tiering import open_archive
 from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
 
 pytest.importorskip("threadkeep_sql", reason="threadkeep-sql is not installed")

@@ -23,7 +23,6 @@ from threadkeep import (
     Chat,
     ChatFilter,
     Conflict,
-    IdempotencyConflict,
     InvalidArgument,
     Message,
     MessageFilter,
@@ -36,6 +35,7 @@ from threadkeep import (
     message_matches,
     skip_damaged,
 )
+from threadkeep.driver import resolve_batch
 
 from ._log import Log, Record
 from ._tables import NESTED_LISTS, Row, Tables, identity
@@ -221,18 +221,14 @@ class JsonlStore(Store):
             results: list[tuple[Row, bool]] = []
             new_rows: list[Row] = []
             next_seq = self._tables.next_seq(chat_id)  # reserved: the lock is held until commit
-            for item in messages:
-                agui_id = item.message.agui_id
-                held_id = None if agui_id is None else self._tables.by_agui.get((chat_id, agui_id))
-                if held_id is None:
+            # The idempotency rule (raises before anything of the batch is written).
+            plan = resolve_batch(chat_id, messages, lambda agui: self._tables.held(chat_id, agui))
+            for item, held in zip(messages, plan, strict=True):
+                if held is None:
                     row = self._new_row(chat_id, next_seq + len(new_rows), item, now)
                     new_rows.append(row)
                     results.append((row, True))
                     continue
-                held = self._tables.messages[held_id]
-                if held["fingerprint"] != item.fingerprint:
-                    msg = f"agui_id {agui_id!r} is stored in chat {chat_id} with another payload"
-                    raise IdempotencyConflict(msg)  # before anything of the batch is written
                 results.append((held, False))
             if new_rows:
                 stamp = _iso(now)
