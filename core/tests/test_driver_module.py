@@ -66,3 +66,39 @@ def test_fingerprint_is_the_prepared_one_and_ignores_store_fields(store: Store) 
     assert fingerprint(message) == prepared.fingerprint == fingerprint(stored)
     assert Store.fingerprint(stored) == fingerprint(stored)
     assert fingerprint(message.model_copy(update={"content": "b"})) != prepared.fingerprint
+
+
+def test_a_declared_capability_must_be_implemented() -> None:
+    """Declaring ``archive`` without its primitives is refused when the store is built."""
+    from threadkeep import Capabilities
+    from threadkeep._memory import MemoryStore
+    from threadkeep.driver import DriverPrimitives, unimplemented_primitives
+
+    class Claims(MemoryStore):
+        capabilities = Capabilities(archive=True)
+        _scan_messages = DriverPrimitives._scan_messages  # the raising default
+
+    class Honest(MemoryStore):
+        capabilities = Capabilities(archive=False)
+        _scan_messages = DriverPrimitives._scan_messages
+
+    assert unimplemented_primitives(Claims) == ["_scan_messages"]
+    with pytest.raises(TypeError, match=r"Claims.*_scan_messages"):
+        Claims("memory://")
+    assert unimplemented_primitives(Honest) == []
+    Honest("memory://")
+
+
+@pytest.mark.parametrize("name", ["memory", "sql", "mongodb", "memservice"])
+def test_every_shipped_driver_implements_what_it_declares(name: str) -> None:
+    from threadkeep.driver import unimplemented_primitives
+
+    classes = {
+        "memory": ("threadkeep._memory", "MemoryStore"),
+        "sql": ("threadkeep_sql", "SqlStore"),
+        "mongodb": ("threadkeep_mongodb", "MongoStore"),
+        "memservice": ("threadkeep_memservice", "MemServiceStore"),
+    }
+    module, attribute = classes[name]
+    driver = getattr(pytest.importorskip(module), attribute)
+    assert unimplemented_primitives(driver) == []

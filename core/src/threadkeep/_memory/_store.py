@@ -17,7 +17,7 @@ from .._dedup import chat_deduplication_key
 from .._driver import NestedKind
 from .._errors import Conflict
 from .._filters import chat_matches, message_matches
-from .._models import Chat, ChatStatus, Message, MessageKind
+from .._models import Chat, ChatStatus, Message
 from .._paging import ChatFilter, MessageFilter
 from .._store import Store
 from ._runs import MemoryRunsMixin
@@ -319,20 +319,6 @@ class MemoryStore(MemoryRunsMixin, Store):
 
     async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         return await self._scan_messages(chat_id, after_seq, limit, hidden=False)
-
-    async def _last_boundary(self, chat_id: UUID) -> Message | None:
-        page = await self._page_messages(
-            chat_id, MessageFilter(kinds=frozenset({MessageKind.BOUNDARY})), None, 1
-        )
-        return page[0] if page else None
-
-    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        found: dict[UUID, Message] = {}
-        for chat_id in chat_ids:
-            page = await self._page_messages(chat_id, MessageFilter(), None, 1)
-            if page:
-                found[chat_id] = page[0]
-        return found
 
     async def _hide_messages(
         self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime

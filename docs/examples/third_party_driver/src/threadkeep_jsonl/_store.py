@@ -26,7 +26,6 @@ from threadkeep import (
     InvalidArgument,
     Message,
     MessageFilter,
-    MessageKind,
     NestedKind,
     PreparedMessage,
     Store,
@@ -298,19 +297,6 @@ class JsonlStore(Store):
                     if len(found) == limit:
                         break
             return found
-
-    async def _last_boundary(self, chat_id: UUID) -> Message | None:
-        boundaries = MessageFilter(kinds=frozenset({MessageKind.BOUNDARY}))
-        page = await self._page_messages(chat_id, boundaries, None, 1)
-        return page[0] if page else None
-
-    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        found: dict[UUID, Message] = {}
-        for chat_id in chat_ids:
-            page = await self._page_messages(chat_id, MessageFilter(), None, 1)
-            if page:
-                found[chat_id] = page[0]
-        return found
 
     async def _hide_messages(
         self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
