@@ -10,7 +10,10 @@ For each store (memory, a SQLite file, and PostgreSQL when ``THREADKEEP_TEST_POS
 is set) and each policy the table gives the store writes of one run (driver write
 primitives, counted with ``threadkeep.testing.count_store_writes``; chat creation
 excluded), the median wall time of a run, and its ratio to the ``raw`` line: the same two
-messages appended with one ``append_messages`` call (the floor any policy pays).
+messages appended with one ``append_messages`` call (the floor any policy pays); then the
+median wall time from the start of the run to the first delta the caller receives (the
+fixed cost before streaming), and the median CPU time of this process per run (less
+sensitive to other load than wall time).
 """
 
 from __future__ import annotations
@@ -74,23 +77,27 @@ def run_input(thread: str, run_id: str) -> RunAgentInput:
     return RunAgentInput(thread_id=thread, run_id=run_id, messages=[user])
 
 
-async def one_run(store: Store, agent: DeltaAgent, options: dict[str, Any]) -> tuple[float, int]:
-    """Return (seconds, writes) of one run on an existing chat."""
+async def one_run(
+    store: Store, agent: DeltaAgent, options: dict[str, Any]
+) -> tuple[float, int, float, float]:
+    """Return (seconds, writes, seconds to the first delta, CPU seconds) of one run."""
     thread = f"bench-{uuid.uuid4().hex}"
     await store.create_chat("bench", thread)
     wrapper = StorageAgent(agent, store, user_id="bench", **options)
+    first = 0.0
     with count_store_writes(store) as writes:
-        start = time.perf_counter()
-        async for _ in wrapper.run(run_input(thread, "r1")):
-            pass
-        elapsed = time.perf_counter() - start
+        start, start_cpu = time.perf_counter(), time.process_time()
+        async for event in wrapper.run(run_input(thread, "r1")):
+            if not first and isinstance(event, TextMessageContentEvent):
+                first = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     message = await store.get_message_by_agui_id(
         (await store.find_chat("bench", thread)).chat_id,  # type: ignore[union-attr]
         "a-r1",
     )
     assert message is not None
     assert message.content == "".join(agent.pieces)
-    return elapsed, writes.total()
+    return elapsed, writes.total(), first, cpu
 
 
 async def one_raw(store: Store, agent: DeltaAgent) -> tuple[float, int]:
@@ -115,12 +122,15 @@ async def bench_store(
     async with open_store(url, **options) as store:
         raw = [await one_raw(store, agent) for _ in range(args.repeat)]
         raw_time = statistics.median(t for t, _ in raw)
-        rows.append([name, "raw append (floor)", str(raw[0][1]), f"{raw_time * 1000:.2f}", "1.00"])
+        floor = [name, "raw append (floor)", str(raw[0][1]), f"{raw_time * 1000:.2f}", "1.00"]
+        rows.append([*floor, "-", "-"])
         for label, policy in POLICIES:
             await one_run(store, agent, policy)  # warm-up
             results = [await one_run(store, agent, policy) for _ in range(args.repeat)]
-            median = statistics.median(t for t, _ in results)
-            writes = sorted({w for _, w in results})
+            median = statistics.median(r[0] for r in results)
+            writes = sorted({r[1] for r in results})
+            first = statistics.median(r[2] for r in results)
+            cpu = statistics.median(r[3] for r in results)
             rows.append(
                 [
                     name,
@@ -128,6 +138,8 @@ async def bench_store(
                     "/".join(map(str, writes)),
                     f"{median * 1000:.2f}",
                     f"{median / raw_time:.1f}",
+                    f"{first * 1000:.2f}",
+                    f"{cpu * 1000:.2f}",
                 ]
             )
     return rows
@@ -163,7 +175,7 @@ async def main() -> None:
             rows += await bench_store("postgresql", pg, {"schema": schema}, args)
         finally:
             await _pg_schema(pg, f'DROP SCHEMA "{schema}" CASCADE')
-    header = ["store", "policy", "writes/run", "median ms", "x raw"]
+    header = ["store", "policy", "writes/run", "median ms", "x raw", "first delta ms", "cpu ms"]
     print(
         f"One run: user input + 1 assistant message of {args.deltas:,} deltas "
         f"({len(''.join(DeltaAgent(args.deltas).pieces)):,} bytes); median of {args.repeat}."

@@ -44,9 +44,10 @@ from sqlalchemy.engine import make_url
 from threadkeep import ChatFilter, Message, MessageFilter, Store
 from threadkeep._store_messages import _message_scope
 from threadkeep_sql import SqlStore
-from threadkeep_sql._chats import chat_page
+from threadkeep_sql._chats import chat_filter_shape
 from threadkeep_sql._messages import _NO_SEQ, _PAGE
 from threadkeep_sql._pg_append import append_batch, append_one
+from threadkeep_sql._previews import previews_statement
 from threadkeep_sql._schema import chats, messages
 
 DEEP_THREAD = 1_000_000
@@ -104,19 +105,19 @@ SELECT chat_id, seq, revision, created_at, updated_at, deleted_at, body, fingerp
  ORDER BY seq DESC LIMIT $3
 """
 
-RAW_LIST_CHATS = """
-SELECT seq, revision, updated_at, last_message_at, body, chat_id FROM chats
- WHERE deleted_at IS NULL AND user_id = $1 ORDER BY seq DESC LIMIT $2
-"""
-
-RAW_LAST_MESSAGES = """
-SELECT newest.* FROM chats
-  JOIN LATERAL (SELECT chat_id, seq, revision, created_at, updated_at, deleted_at,
-                       body, fingerprint
-                  FROM messages
-                 WHERE messages.chat_id = chats.chat_id AND messages.deleted_at IS NULL
-                 ORDER BY seq DESC LIMIT 1) AS newest ON true
- WHERE chats.chat_id = ANY($1::uuid[]) AND chats.deleted_at IS NULL AND chats.status = 'active'
+RAW_CHAT_PREVIEWS = """
+SELECT page.seq, page.revision, page.updated_at, page.last_message_at, page.body, page.chat_id,
+       newest.*
+  FROM (SELECT seq, revision, updated_at, last_message_at, body, chat_id, status, deleted_at
+          FROM chats WHERE deleted_at IS NULL AND user_id = $1
+         ORDER BY seq DESC LIMIT $2) AS page
+  LEFT JOIN LATERAL (SELECT chat_id, seq, revision, created_at, updated_at, deleted_at,
+                            body, fingerprint
+                       FROM messages
+                      WHERE messages.chat_id = page.chat_id AND messages.deleted_at IS NULL
+                        AND page.deleted_at IS NULL AND page.status = 'active'
+                      ORDER BY seq DESC LIMIT 1) AS newest ON true
+ ORDER BY page.seq DESC
 """
 
 
@@ -439,31 +440,27 @@ async def line_chat_list(
     user: str,
     reps: int,
 ) -> None:
-    list_stmt = await raw.prepare(RAW_LIST_CHATS)
-    last_stmt = await raw.prepare(RAW_LAST_MESSAGES)
+    """One query: the newest 50 chats, each with its newest message (``LATERAL``)."""
+    stmt = await raw.prepare(RAW_CHAT_PREVIEWS)
     store = stores["api"]
     chat_filter = ChatFilter(user_id=user)
+    shape, params = chat_filter_shape(chat_filter, "postgresql")
+    params["limit"] = PAGE + 1
+    sql_stmt = previews_statement(shape, False)
 
     async def run_raw(_: int) -> None:
-        rows = await list_stmt.fetch(user, PAGE + 1)
-        ids = [r[5] for r in rows[:PAGE]]
-        previews = await last_stmt.fetch(ids)
-        assert len(previews) == PAGE
+        rows = await stmt.fetch(user, PAGE + 1)
+        assert sum(1 for r in rows[:PAGE] if r[6] is not None) == PAGE
 
     async def run_sql(_: int) -> None:
-        stmt, params = chat_page(chat_filter, "postgresql", None, PAGE + 1)
         async with store.db.runner() as run:
-            rows = await run.all(stmt, params)
-        ids = [r[5] for r in rows[:PAGE]]
-        async with store.db.runner() as run:
-            previews = await run.all(store._last_messages_sql, {"chat_ids": ids})
-        assert len(previews) == PAGE
+            rows = await run.all(sql_stmt, params)
+        assert sum(1 for r in rows[:PAGE] if r[6] is not None) == PAGE
 
     def run_api(target: SqlStore) -> Op:
         async def op(_: int) -> None:
-            page = await target.list_chats(chat_filter, limit=PAGE)
-            previews = await target.get_last_messages([c.chat_id for c in page.items])
-            assert len(previews) == PAGE
+            page = await target.list_chat_previews(chat_filter, limit=PAGE, preview_chars=100)
+            assert sum(1 for p in page.items if p.last_message is not None) == PAGE
 
         return op
 

@@ -9,7 +9,7 @@ from contextlib import closing
 from pathlib import Path
 from uuid import UUID
 
-from threadkeep import Message, open_store
+from threadkeep import Message, Step, open_store
 
 
 def _seed(url: str) -> tuple[UUID, UUID, list[int]]:
@@ -58,3 +58,28 @@ def test_check_lists_every_damaged_row(cli, tmp_path: Path) -> None:
     assert text.exit_code == 1
     assert f"chat={one} seq={seqs[1]} column=body" in text.stdout
     assert "3 damaged rows" in text.stdout
+
+
+def test_check_lists_damaged_steps(cli, tmp_path: Path) -> None:
+    """Steps are stored rows too: a damaged one is listed, and the scan goes past it."""
+    path = tmp_path / "store.db"
+    url = f"sqlite+aiosqlite:///{path}"
+
+    async def seed() -> tuple[UUID, list[Step]]:
+        async with open_store(url) as store:
+            chat = await store.create_chat("u", "steps")
+            steps = await store.save_steps(
+                [Step(chat_id=chat.chat_id, stack_id="s", type="tool") for _ in range(5)]
+            )
+            return chat.chat_id, steps
+
+    chat_id, steps = asyncio.run(seed())
+    update = "UPDATE steps SET body = ? WHERE step_id = ?"
+    _damage(path, update, "not json {", steps[1].step_id.hex)
+    _damage(path, update, "[1]", steps[3].step_id.hex)
+    result = cli("check", "--url", url, "--json")
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    found = [(d["kind"], d["chat_id"], d["seq"]) for d in report["damaged"]]
+    assert found == [("step", str(chat_id), steps[1].seq), ("step", str(chat_id), steps[3].seq)]
+    assert report["steps"] == 3, "the healthy steps around the damaged ones were not all read"

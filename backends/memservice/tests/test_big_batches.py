@@ -204,3 +204,66 @@ async def test_retried_big_batches_under_random_faults_store_each_message_once()
     assert sum(rule.fired for rule in faults) > 20
     async with MemServiceStore("memservice://", service=service) as clean:
         await _all_stored_once(clean, chat.chat_id, sent)
+
+
+async def test_concurrent_replicas_appending_big_batches_never_show_half_of_one(
+    service: MemoryService,
+) -> None:
+    """Two replicas append 250-message batches while a third appends small ones and a
+    fourth keeps reading: every read shows each batch whole or not at all, in seq order;
+    at the end every message is stored once and each batch is contiguous and in order."""
+    service.faults.add(FaultRule("create_events", FaultAction.SLOW, delay=0.002))  # interleave
+    sizes: dict[str, int] = {}
+    seen_partial: list[tuple[str, int]] = []
+    done = asyncio.Event()
+
+    def tag_of(message: Message) -> str:
+        return (message.content or "").split("-")[0]
+
+    async def write(store: MemServiceStore, chat_id: UUID, name: str, size: int) -> None:
+        for round_ in range(2):
+            tag = f"{name}r{round_}"
+            sizes[tag] = size
+            await store.append_messages(
+                chat_id,
+                [
+                    Message(role="user", agui_id=f"{tag}-{i}", content=f"{tag}-{i}")
+                    for i in range(size)
+                ],
+            )
+
+    async def read(store: MemServiceStore, chat_id: UUID) -> None:
+        while not done.is_set():
+            messages = await store.context_messages(chat_id)
+            assert [m.seq for m in messages] == sorted(m.seq or 0 for m in messages)
+            counts: dict[str, int] = {}
+            for message in messages:
+                counts[tag_of(message)] = counts.get(tag_of(message), 0) + 1
+            seen_partial.extend((t, n) for t, n in counts.items() if n != sizes[t])
+            await asyncio.sleep(0)
+
+    stores = [MemServiceStore("memservice://many", service=service) for _ in range(4)]
+    for store in stores:
+        await store.open()
+    try:
+        chat = await stores[0].create_chat("u", "t")
+        reader = asyncio.create_task(read(stores[3], chat.chat_id))
+        await asyncio.gather(
+            write(stores[0], chat.chat_id, "a", 250),
+            write(stores[1], chat.chat_id, "b", 250),
+            write(stores[2], chat.chat_id, "c", 3),
+        )
+        done.set()
+        await reader
+        assert seen_partial == []
+        everything = await stores[3].context_messages(chat.chat_id)
+        assert len(everything) == sum(sizes.values())
+        tags = [tag_of(m) for m in everything]
+        starts = [t for i, t in enumerate(tags) if i == 0 or tags[i - 1] != t]
+        assert sorted(starts) == sorted(sizes), "a batch is not contiguous"
+        assert [m.content for m in everything] == [
+            f"{t}-{i}" for t in starts for i in range(sizes[t])
+        ]
+    finally:
+        for store in stores:
+            await store.close()

@@ -196,3 +196,66 @@ async def test_the_setting_turns_auto_migrate_off(
     stats = await _acli("stats", "--url", url)
     assert stats.exit_code == 1
     assert "threadkeep migrate" in stats.stderr
+
+
+async def test_without_auto_migrate_a_missing_sqlite_file_is_not_created(tmp_path: Path) -> None:
+    """A store that may not change the schema does not create its SQLite file either: a
+    mistyped path fails naming the command and leaves no empty database behind."""
+    path = tmp_path / "typo.db"
+    with pytest.raises(SchemaOutdated, match="has no threadkeep schema yet") as caught:
+        await SqlStore(f"sqlite+aiosqlite:///{path}", auto_migrate=False).open()
+    assert "threadkeep migrate --url" in str(caught.value)
+    assert (caught.value.current, caught.value.required) == (None, head_revision())
+    assert not path.exists(), "opening without auto_migrate created the SQLite file"
+
+
+def _run_like_the_sqlite3_shell(path: str, script: str) -> list[str]:
+    """Run ``script`` as ``sqlite3 FILE < script.sql`` does: statement by statement, going
+    on after a failing one (the shell stops only with ``-bail``); return the errors."""
+    errors: list[str] = []
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        statement = ""
+        for line in script.splitlines(keepends=True):
+            statement += line
+            if sqlite3.complete_statement(statement):
+                try:
+                    conn.execute(statement)
+                except sqlite3.Error as exc:
+                    errors.append(str(exc))
+                statement = ""
+    finally:
+        conn.close()
+    return errors
+
+
+async def test_the_printed_sqlite_ddl_never_marks_tenant_chats_upgraded(tmp_path: Path) -> None:
+    """SQLite cannot compute revision 0004's keys in SQL, so ``--sql`` cannot rekey chats
+    with a tenant: run as the sqlite3 shell runs it (on past errors), the script must leave
+    the database at its old revision (not at the head with stale keys), and the online
+    ``threadkeep migrate`` then rekeys it."""
+    path = tmp_path / "tenants.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    async with SqlStore(url) as store:
+        chat = await store.create_chat("u", "t", tenant_id="acme")
+    await _alembic_downgrade(url, "0003")
+    printed = await _acli("migrate", "--sql", "--url", url)
+    assert printed.exit_code == 0, printed.output
+    errors = _run_like_the_sqlite3_shell(str(path), printed.stdout)
+    assert any("threadkeep migrate" in e for e in errors), errors
+    assert await _at(url, {}, None) == "0003", "the script marked un-rekeyed chats upgraded"
+    upgraded = await _acli("migrate", "--url", url)
+    assert upgraded.exit_code == 0, upgraded.output
+    async with SqlStore(url, auto_migrate=False) as store:
+        found = await store.find_chat("u", "t", tenant_id="acme")
+        assert found is not None
+        assert found.chat_id == chat.chat_id
+
+
+async def _alembic_downgrade(url: str, revision: str) -> None:
+    database = Database.create(normalize_url(url))
+    try:
+        async with database.transaction() as conn:
+            await conn.run_sync(lambda sync: command.downgrade(_config(sync), revision))
+    finally:
+        await database.dispose()

@@ -14,6 +14,7 @@ from ._idempotency import IdempotencyTests
 from ._nested import NestedTests
 from ._ordering import OrderingTests
 from ._pages import PageTests
+from ._previews import PreviewTests
 from ._property import StateMachineTests
 from ._reliability import ReliabilityTests
 from ._steps import StepTests
@@ -30,6 +31,7 @@ class StoreContract(
     ConcurrentWriterTests,
     ContentTests,
     PageTests,
+    PreviewTests,
     BoundaryTests,
     DeletionTests,
     TimeTests,

@@ -73,6 +73,14 @@ class CorruptRowTests(ContractBase):
         )
         return chat.chat_id, stored
 
+    async def _damage_newest(self, store: Store, chat_id: UUID, stored: list[Message]) -> str:
+        """Damage the chat's newest message with the first damage the back door can write."""
+        for damage in DAMAGES:
+            column = await self._damage(store, "message", chat_id, stored[-1].seq, damage)
+            if column is not None:
+                return column
+        raise AssertionError("the back door wrote none of the damage kinds")
+
     async def _damaged_chats(self, store: Store) -> list[tuple[str, UUID, Message, str]]:
         """Damage message 3 of a chat per damage kind the driver can write."""
         damaged = []
@@ -117,15 +125,35 @@ class CorruptRowTests(ContractBase):
     @pytest.mark.asyncio
     async def test_damaged_newest_message_in_previews(self, store: Store) -> None:
         chat_id, stored = await self._seeded(store, "t-preview")
-        column = None
-        for damage in DAMAGES:
-            column = await self._damage(store, "message", chat_id, stored[-1].seq, damage)
-            if column is not None:
-                break
-        assert column is not None, "the back door wrote none of the damage kinds"
+        column = await self._damage_newest(store, chat_id, stored)
         with pytest.raises(CorruptRecord) as caught:
             await store.get_last_messages([chat_id])
         self._check_error(caught.value, chat_id, stored[-1].seq, column)
+        with pytest.raises(CorruptRecord) as caught:
+            await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
+        self._check_error(caught.value, chat_id, stored[-1].seq, column)
+
+    @pytest.mark.asyncio
+    async def test_skip_option_keeps_chat_of_damaged_preview(
+        self, store_factory: StoreFactory
+    ) -> None:
+        async with store_factory(corrupt_records="skip") as store:
+            chat_id, stored = await self._seeded(store, "t-preview-skip")
+            healthy_id, _ = await self._seeded(store, "t-preview-healthy")
+            await self._damage_newest(store, chat_id, stored)
+            page = await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
+            previews = {p.chat.chat_id: p.last_message for p in page.items}
+            assert list(previews) == [chat_id, healthy_id], "a chat of a damaged preview is lost"
+            damaged = previews[chat_id]
+            assert damaged is None or damaged.seq != stored[-1].seq, "a damaged message previews"
+            agrees = (await store.get_last_messages([chat_id])).get(chat_id)
+            assert (damaged and damaged.message_id) == (agrees and agrees.message_id), (
+                "the preview is not what get_last_messages reads"
+            )
+            healthy = previews[healthy_id]
+            assert healthy is not None
+            assert healthy.text == "m5"
+            assert page.corrupt == [], "a damaged preview is reported as a damaged chat"
 
     @pytest.mark.asyncio
     async def test_skip_option_reads_past_damaged_rows(self, store_factory: StoreFactory) -> None:
@@ -185,8 +213,14 @@ class CorruptRowTests(ContractBase):
                 await store.list_chats(ChatFilter(user_id="u-corrupt"))
             assert caught.value.kind == "chat"
             assert caught.value.column == column
+            with pytest.raises(CorruptRecord) as caught:
+                await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
+            assert (caught.value.kind, caught.value.column) == ("chat", column)
             assert (await store.get_chat(good.chat_id)).chat_id == good.chat_id
         async with store_factory(corrupt_records="skip") as store:
             page = await store.list_chats(ChatFilter(user_id="u-corrupt"))
             assert [c.chat_id for c in page.items] == [good.chat_id]
             assert [(c.kind, c.column) for c in page.corrupt] == [("chat", column)]
+            previews = await store.list_chat_previews(ChatFilter(user_id="u-corrupt"))
+            assert [p.chat.chat_id for p in previews.items] == [good.chat_id]
+            assert [(c.kind, c.column) for c in previews.corrupt] == [("chat", column)]

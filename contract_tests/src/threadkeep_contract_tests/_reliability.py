@@ -35,6 +35,8 @@ CANCEL_TRIES = 48
 """Cancellations per test: after 0, 1, ... event-loop iterations, cycling."""
 WRITERS = 50
 """Concurrent asyncio writers on one chat."""
+LOAD_BATCH = 20
+"""Messages per cancelled ``load_messages`` (one batch of the driver's bulk path)."""
 APPENDS_PER_WRITER = 6
 """Appends (of two messages each) every writer makes, one after the other."""
 
@@ -89,6 +91,33 @@ class ReliabilityTests(ContractBase):
             assert len(kept) in (0, 3), f"a cancelled batch was half-written: {kept}"
             assert f"n{attempt}" in contents
         assert completed < CANCEL_TRIES, "no append was ever cancelled mid-way"
+
+    @pytest.mark.asyncio
+    async def test_cancelled_loads_leave_the_store_usable(self, store: Store) -> None:
+        """A cancelled ``load_messages`` (the bulk path) leaves nothing locked or half-done.
+
+        On SQLite a load cancelled mid-batch once left ``BEGIN IMMEDIATE`` held: the next
+        write failed ``database is locked``.
+        """
+        chat = await store.create_chat("u-cancel", "t-load")
+        completed = 0
+        for attempt in range(CANCEL_TRIES):
+            batch = [Message(role="user", content=f"c{attempt}-{i}") for i in range(LOAD_BATCH)]
+            completed += await _cancel_after(store.load_messages(chat.chat_id, batch), attempt % 16)
+            await store.append_message(chat.chat_id, Message(role="user", content=f"n{attempt}"))
+        contents: list[str] = []
+        cursor = None
+        while True:
+            page = await store.list_messages(chat.chat_id, limit=200, cursor=cursor)
+            contents += [m.content for m in page.items]
+            if not page.has_more:
+                break
+            cursor = page.next_cursor
+        for attempt in range(CANCEL_TRIES):
+            kept = [c for c in contents if c.startswith(f"c{attempt}-")]
+            assert len(kept) in (0, LOAD_BATCH), f"a cancelled load was half-written: {kept}"
+            assert f"n{attempt}" in contents
+        assert completed < CANCEL_TRIES, "no load was ever cancelled mid-way"
 
     @pytest.mark.asyncio
     async def test_cancelled_chat_writes_leave_the_store_usable(self, store: Store) -> None:

@@ -83,6 +83,7 @@ from ._paging import (
     Viewer,
 )
 from ._plugins import hookimpl, register_observer, unregister_observer
+from ._previews import ChatPreview, MessagePreview
 from ._registry import installed_schemes, open_store
 from ._runs import Run, RunStatus, Step, StepStatus, StepType
 from ._schema_migrations import SchemaMigrations, SchemaRevision
@@ -116,6 +117,7 @@ __all__ = [
     "Chat",
     "ChatFilter",
     "ChatNotFound",
+    "ChatPreview",
     "ChatStatus",
     "Conflict",
     "CorruptRecord",
@@ -137,6 +139,7 @@ __all__ = [
     "MessageFilter",
     "MessageKind",
     "MessageNotFound",
+    "MessagePreview",
     "MessageStatus",
     "NestedKind",
     "NotFound",

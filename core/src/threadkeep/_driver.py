@@ -78,9 +78,18 @@ STORE_WRITE_PRIMITIVES = (
 """
 
 WRITE_PRIMITIVES = frozenset(
-    {*STORE_WRITE_PRIMITIVES, "_load_secret", "_delete_archived_rows", "_index_archived_ids"}
+    {
+        *STORE_WRITE_PRIMITIVES,
+        "_load_messages",
+        "_load_secret",
+        "_delete_archived_rows",
+        "_index_archived_ids",
+    }
 )
-"""Primitives that write: each runs to its end even if the calling task is cancelled."""
+"""Primitives that write: each runs to its end even if the calling task is cancelled.
+
+``_load_messages`` (the bulk path) is one: a load cancelled mid-batch on SQLite once left
+``BEGIN IMMEDIATE`` held, and the next write failed ``database is locked`` (issue 12)."""
 
 
 CAPABILITY_PRIMITIVES: dict[str, tuple[str, ...]] = {
@@ -380,6 +389,26 @@ class DriverPrimitives(ABC):
             if page:
                 found[chat_id] = page[0]
         return found
+
+    async def _page_chats_with_last(
+        self, chat_filter: ChatFilter, before_seq: int | None, limit: int
+    ) -> list[tuple[Chat, Message | None]]:
+        """Return ``_page_chats(...)``, each chat paired with its ``_last_messages`` entry.
+
+        Pairs run seq DESC, exactly the chats ``_page_chats`` returns for the arguments;
+        the message is the one ``_last_messages([chat_id])`` would return, or ``None``
+        (no visible message, a deleted or archived chat). A damaged row is rebuilt with
+        ``rebuilt_each`` as in those primitives: on a skipping read a damaged chat leaves
+        its pair out and a damaged message leaves ``None`` (``Store`` tells them apart by
+        ``CorruptRecord.kind``).
+
+        Optional (``Store.list_chat_previews``): this default makes the two calls; a driver
+        overrides it to answer in one round trip (a ``LATERAL`` join).
+        """
+        chats = await self._page_chats(chat_filter, before_seq, limit)
+        hot = [c.chat_id for c in chats if c.deleted_at is None and c.status is ChatStatus.ACTIVE]
+        newest = await self._last_messages(hot) if hot else {}
+        return [(chat, newest.get(chat.chat_id)) for chat in chats]
 
     @abstractmethod
     async def _hide_messages(

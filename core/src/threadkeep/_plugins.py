@@ -197,12 +197,34 @@ def _decorated_hooks(manager: pluggy.PluginManager, observer: object) -> dict[st
 
 
 def notify_messages_committed(store: Any, chat_id: UUID, messages: Sequence[Message]) -> None:
-    """Call ``threadkeep_messages_committed`` observers; log and swallow their errors."""
+    """Call ``threadkeep_messages_committed`` observers; log and swallow their errors.
+
+    Each observer is called on its own, newest first (pluggy's order), so one that raises
+    costs the others nothing; they get deep copies of the messages, so one that changes
+    them changes neither what the writer returns nor what the next observer sees.
+    A wrapper implementation (``wrapper=True``, only possible through an entry point) needs
+    pluggy's call chain: the hook is then called whole, as before.
+    """
     hook = plugin_manager().hook.threadkeep_messages_committed
-    if not hook.get_hookimpls():
+    impls = hook.get_hookimpls()
+    if not impls:
         return
+    arguments = {"store": store, "chat_id": chat_id}
+    if any(impl.hookwrapper or impl.wrapper for impl in impls):
+        _call_observer(hook, {**arguments, "messages": _copies(messages)})
+        return
+    for impl in reversed(impls):  # pluggy calls the newest registration first
+        given = {**arguments, "messages": _copies(messages)}
+        _call_observer(impl.function, {name: given[name] for name in impl.argnames})
+
+
+def _copies(messages: Sequence[Message]) -> list[Message]:
+    return [message.model_copy(deep=True) for message in messages]
+
+
+def _call_observer(function: Callable[..., object], arguments: Mapping[str, Any]) -> None:
     try:
-        hook(store=store, chat_id=chat_id, messages=list(messages))
+        function(**arguments)
     except Exception:  # noqa: BLE001 - observers never fail a write (hookspec)
         _log.exception("a threadkeep_messages_committed observer failed; the write stands")
 

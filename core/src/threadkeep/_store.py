@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._previews import PreviewOps
 from ._store_copy import CopyOps
 from ._store_load import LoadOps
 from ._store_run_batch import RunBatchOps
@@ -9,7 +10,7 @@ from ._store_run_batch import RunBatchOps
 __all__ = ["Store"]
 
 
-class Store(CopyOps, LoadOps, RunBatchOps):
+class Store(CopyOps, LoadOps, RunBatchOps, PreviewOps):
     """Durable chat history on one backend; subclass it to write a driver.
 
     A store is opened and closed around use::

@@ -185,10 +185,12 @@ class LoadOps(MessageOps):
         self, chat_id: UUID, prepared: list[PreparedMessage], report: LoadReport
     ) -> None:
         unique, positions = _dedupe_batch(prepared)
-        created = await self._bulk_write(chat_id, unique)
+        now = self._now()  # the write's clock: observers see the timestamps it stored
+        created = await self._bulk_write(chat_id, unique, now)
         if created is None:
             await self._require_hot_chat(chat_id)
-            created = await self._bulk_write(chat_id, unique)
+            now = self._now()
+            created = await self._bulk_write(chat_id, unique, now)
             if created is None:
                 raise Conflict(f"chat {chat_id} changed state during the load; try again")
         new: list[tuple[PreparedMessage, int]] = []
@@ -206,14 +208,13 @@ class LoadOps(MessageOps):
             counted.add(index)
         report.batches += 1
         if new and has_commit_observers():
-            now = self._now()
             stored = [_as_stored(item, chat_id, seq, now) for item, seq in new]
             notify_messages_committed(self, chat_id, stored)
 
     async def _bulk_write(
-        self, chat_id: UUID, unique: Sequence[PreparedMessage]
+        self, chat_id: UUID, unique: Sequence[PreparedMessage], now: datetime
     ) -> list[int | None] | None:
-        """Write one deduplicated batch; return each item's new seq (``None``: present).
+        """Write one deduplicated batch at ``now``; return each item's new seq (``None``: present).
 
         The whole result is ``None`` when the chat is not hot (nothing written).
 
@@ -222,10 +223,10 @@ class LoadOps(MessageOps):
         ``_insert_messages`` with the checks ``append_messages`` makes.
         """
         try:
-            return await self._load_messages(chat_id, unique, self._now())
+            return await self._load_messages(chat_id, unique, now)
         except CapabilityNotSupported:
             pass
-        results = await self._insert_messages(chat_id, unique, self._now())
+        results = await self._insert_messages(chat_id, unique, now)
         if results is None:
             return None
         for item, (stored, created) in zip(unique, results, strict=True):

@@ -13,6 +13,7 @@ from typing import Any
 from uuid import UUID
 
 from ._content import validate_model
+from ._corrupt import collecting
 from ._errors import Conflict, InvalidArgument, RunNotFound
 from ._models import MessageStatus
 from ._paging import MessageFilter
@@ -235,7 +236,10 @@ class RunOps(StepOps):
             limit: At most this many runs per call (a count, at least 1).
 
         Returns:
-            The runs this call marked (a concurrent sweeper marks the others).
+            The runs this call marked (a concurrent sweeper marks the others). A run whose
+            stored row is damaged is left alone (reading it raises ``CorruptRecord``;
+            ``threadkeep check`` lists it): one damaged row must not stop the sweeper for
+            every other run of the store (issue 12).
 
         Raises:
             InvalidArgument: If ``limit`` is not an integer of at least 1.
@@ -245,7 +249,9 @@ class RunOps(StepOps):
         self._require_open()
         limit = as_count(limit, "limit", minimum=1)
         swept: list[Run] = []
-        for run in await self._expired_runs(self._now(), limit):
+        with collecting("skip"):  # drivers leave damaged rows out (``rebuilt_each``)
+            expired = await self._expired_runs(self._now(), limit)
+        for run in expired:
             try:
                 marked = await self._transition(
                     run.chat_id,

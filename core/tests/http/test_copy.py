@@ -136,6 +136,7 @@ def test_copy_sqlite_to_postgresql_interrupted_resumed_and_idempotent(
     assert resumed["messages"] == 5308 + 3
     assert resumed["steps"] == 1
     assert resumed["runs"] == 1
+    assert resumed["deleted_chats"] == 1
 
     source, copied = asyncio.run(_everything(sqlite_url)), asyncio.run(_everything(postgres_url))
     assert copied.keys() == source.keys()
@@ -152,3 +153,22 @@ def test_copy_sqlite_to_postgresql_interrupted_resumed_and_idempotent(
         again["runs_copied"],
     ) == (0, 0, 0, 0)
     assert (again["chats"], again["messages"]) == (202, 5311)
+
+
+def test_copy_says_that_deleted_chats_arrive_without_their_messages(cli, tmp_path):
+    source = f"sqlite+aiosqlite:///{tmp_path / 'src.db'}"
+    target = f"sqlite+aiosqlite:///{tmp_path / 'dst.db'}"
+
+    async def seed() -> None:
+        async with open_store(source) as store:
+            gone = await store.create_chat("ops", "deleted")
+            await store.append_message(gone.chat_id, Message(role="user", content="bye"))
+            await store.delete_chat(gone.chat_id)
+            await store.create_chat("ops", "live")
+
+    asyncio.run(seed())
+    result = cli("copy", source, target)
+    assert result.exit_code == 0, result.stderr
+    assert "1 soft-deleted chats were copied deleted and without their messages" in result.stderr
+    again = cli.json("copy", source, target, "--json")
+    assert (again["chats"], again["deleted_chats"]) == (2, 1)

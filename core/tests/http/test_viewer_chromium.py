@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from fastapi import FastAPI
 from playwright.sync_api import expect
 
 from threadkeep import Message, Reasoning, Share, ToolCall, open_store
@@ -25,6 +27,10 @@ from threadkeep.http import JWTAuthenticator, create_app
 CHROMIUM = os.environ.get("THREADKEEP_TEST_CHROMIUM", "/usr/bin/chromium")
 AGENT = "support"
 SECRET = "gateway-tests-shared-secret-0123456789abcdef"
+HOSTILE = (
+    '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+    '<svg onload="alert(3)"></svg><iframe srcdoc="<script>alert(4)</script>"></iframe>'
+)
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -111,6 +117,23 @@ async def _seed(url: str) -> dict[str, str]:
         )
         await store.append_message(
             foreign.chat_id, Message(role="user", content="GLOBEX-ONLY secret text")
+        )
+        hostile = await store.create_chat(
+            "alice", "hostile", agent_id=AGENT, tenant_id="hostile", name=HOSTILE
+        )
+        await store.append_messages(
+            hostile.chat_id,
+            [
+                Message(role="user", content=HOSTILE),
+                Message(
+                    role="assistant",
+                    reasonings=[Reasoning(content=HOSTILE)],
+                    tool_calls=[
+                        ToolCall(agui_id="c1", name=HOSTILE, arguments=HOSTILE, content=HOSTILE)
+                    ],
+                ),
+                Message(role="tool", tool_call_ref="c1", content=HOSTILE),
+            ],
         )
         return {"long": str(long.chat_id), "foreign": str(foreign.chat_id)}
 
@@ -212,3 +235,57 @@ def test_viewer_without_a_valid_token_shows_the_401(site, page):
     page.goto(f"{base}/viewer/#agent={AGENT}&token=forged")
     expect(page.locator("#error")).to_contain_text("401 unauthorized")
     assert page.locator("#thread-list li").count() == 0
+
+
+def test_viewer_double_clicked_load_older_loads_each_page_once(site, page, token):
+    base, ids = site
+    _open(page, base, token("alice"))
+    page.locator(f'#thread-list li[data-thread-id="{ids["long"]}"]').click()
+    expect(page.locator("#messages article")).to_have_count(50)
+    page.locator("#load-older").dblclick()
+    expect(page.locator("#messages [data-seq]")).not_to_have_count(50)
+    page.wait_for_load_state("networkidle")
+    seqs = page.eval_on_selector_all(
+        "#messages [data-seq]", "nodes => nodes.map(n => n.dataset.seq)"
+    )
+    assert len(seqs) == len(set(seqs)), "a page of messages was shown twice"
+
+
+def test_viewer_renders_hostile_names_and_tool_arguments_as_text(site, page, token):
+    base, _ = site
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    csp = page.request.get(f"{base}/viewer/").headers["content-security-policy"]
+    script_src = next(d for d in csp.split(";") if d.strip().startswith("script-src"))
+    assert "'unsafe-inline'" not in script_src, csp  # only the page's own script runs
+    _open(page, base, token("alice", tenant="hostile"))
+    thread = page.locator("#thread-list li").first
+    assert thread.locator(".name").inner_text() == HOSTILE
+    thread.click()
+    page.wait_for_selector("#messages article")
+    call = page.locator(".tool-call").first
+    assert HOSTILE in call.locator(".arguments").inner_text()
+    assert HOSTILE in call.locator(".result").inner_text()
+    assert HOSTILE in page.locator(".message.tool .content").inner_text()
+    reasoning = page.locator(".reasoning").first
+    reasoning.locator("summary").click()
+    assert HOSTILE in reasoning.locator("pre").inner_text()
+    assert page.locator("img, iframe, svg, #messages script").count() == 0
+    assert dialogs == []
+
+
+def test_viewer_redirect_keeps_the_mount_prefix():
+    async def anyone(_: Any) -> None:
+        return None
+
+    parent = FastAPI()
+    parent.mount("/chat-api", create_app(url="memory://viewer-mount", authenticator=anyone))
+
+    async def go() -> str:
+        transport = httpx.ASGITransport(app=parent)
+        async with httpx.AsyncClient(transport=transport, base_url="http://h") as client:
+            answer = await client.get("/chat-api/viewer", follow_redirects=False)
+            assert answer.status_code in (307, 308), answer.text
+            return str(answer.url.join(answer.headers["location"]))
+
+    assert asyncio.run(go()) == "http://h/chat-api/viewer/"

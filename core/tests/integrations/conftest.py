@@ -19,6 +19,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+from hypothesis import settings
 from pymongo import MongoClient
 from sqlalchemy.engine import make_url
 
@@ -132,3 +133,24 @@ def module_backend(
     """
     with _provision(request.param, tmp_path_factory.mktemp(request.param)) as made:
         yield made
+
+
+def bounded_settings(backend: Backend) -> settings:
+    """The Hypothesis profile, cut for a differential state machine on ``backend``.
+
+    A third of the profile's runs; a sixth on MongoDB, whose server is several times slower
+    per call (the comparison itself is the same on every backend).
+    """
+    profile = settings.default
+    share = 6 if backend.name == "mongodb" else 3
+    return settings(
+        profile,
+        max_examples=max(4, profile.max_examples // share),
+        stateful_step_count=profile.stateful_step_count,
+    )
+
+
+@pytest.fixture
+def differential_settings() -> Any:
+    """Return :func:`bounded_settings` (a fixture: tests cannot import this conftest)."""
+    return bounded_settings

@@ -128,3 +128,87 @@ def test_a_failed_open_stops_the_loop_thread(tmp_path) -> None:
         store.open()
     assert threading.active_count() == before
     assert not store.is_open
+
+
+def _paginated(store: SyncStore, chat_id, page_size: int):
+    """A generator reading a chat through the sync API, page by page (oldest first)."""
+    pages = []
+    cursor = None
+    while True:
+        page = store.list_messages(chat_id, limit=page_size, cursor=cursor)
+        pages.append(page.items)
+        if not page.has_more:
+            break
+        cursor = page.next_cursor
+    for items in reversed(pages):  # list_messages pages go newest first
+        for message in items:
+            yield {"role": message.role, "content": message.content}
+
+
+def test_load_messages_from_a_generator_that_pages_the_same_sync_store(backend) -> None:
+    # A copy written as scripts write it: a generator over the sync API fed to load_messages.
+    # The generator must run off the store's loop thread (on it, each of its blocking calls
+    # would wait for the loop that is waiting for the generator).
+    with backend.sync_store() as store:
+        source = store.create_chat("u", "source")
+        sent = [{"role": "user", "content": f"m{i} ✓"} for i in range(230)]
+        store.append_messages(source.chat_id, sent[:115])
+        store.append_messages(source.chat_id, sent[115:])
+        target = store.create_chat("u", "target")
+        report = store.load_messages(
+            target.chat_id, _paginated(store, source.chat_id, 50), batch_size=64
+        )
+        assert report.batches == 4
+        copied = list(_paginated(store, target.chat_id, 100))
+        assert [m["content"] for m in copied] == [m["content"] for m in sent]
+
+
+def test_a_call_in_flight_when_the_store_closes_gets_backend_unavailable() -> None:
+    # close() from one thread while another thread's call still runs on the loop: the
+    # caller gets the store's typed error, not concurrent.futures' CancelledError, and no
+    # caller is left waiting.
+    store = open_store("memory://in-flight").open()
+    started = threading.Event()
+
+    async def never_ends(*args, **kwargs):
+        started.set()
+        await asyncio.Event().wait()
+
+    store._store.get_chat = never_ends  # type: ignore[method-assign]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        call = pool.submit(store.get_chat, "00000000-0000-0000-0000-000000000000")
+        assert started.wait(10)
+        store.close()
+        with pytest.raises(BackendUnavailable, match="closed"):
+            call.result(timeout=10)
+    assert not store.is_open
+
+
+async def test_an_integration_call_in_flight_when_its_sync_store_closes() -> None:
+    # An integration awaiting the sync store's loop (StoreHandle.run) gets BackendUnavailable
+    # when another thread closes the store, not a CancelledError that reads as its own.
+    from threadkeep.integrations._backend import StoreHandle
+
+    store = open_store("memory://handle-in-flight").open()
+    started = threading.Event()
+
+    async def never_ends(chat_id):
+        started.set()
+        await asyncio.Event().wait()
+
+    handle = StoreHandle(store)
+    call = asyncio.ensure_future(handle.run(lambda s: never_ends("x")))
+    assert await asyncio.to_thread(started.wait, 10)
+    await asyncio.to_thread(store.close)
+    with pytest.raises(BackendUnavailable, match="closed"):
+        await asyncio.wait_for(call, 10)
+
+    # The caller's own cancellation stays a cancellation.
+    store.open()
+    started.clear()
+    call = asyncio.ensure_future(handle.run(lambda s: never_ends("x")))
+    assert await asyncio.to_thread(started.wait, 10)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    store.close()

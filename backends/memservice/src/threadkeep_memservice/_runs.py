@@ -14,7 +14,7 @@ import json
 from datetime import datetime
 from uuid import UUID
 
-from threadkeep import Run, RunStatus
+from threadkeep import Run, RunStatus, skip_damaged
 
 from ._codec import decode_strings, encode_strings
 from ._errors import mapped
@@ -96,7 +96,9 @@ class RunPrimitives(StepPrimitives):
                 self.space_id, description_prefix=_ACTIVE, before=before, limit=200
             )
             for session in sessions:
-                run = self._run_of(session)
+                run = skip_damaged(self._run_of, session)
+                if run is None:  # damaged: left out of a sweep (Store.sweep_expired_runs)
+                    continue
                 lease = run.lease_expires_at
                 if run.status is RunStatus.ACTIVE and lease is not None and lease < now:
                     expired.append(run)

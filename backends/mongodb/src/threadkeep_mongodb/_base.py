@@ -26,7 +26,7 @@ from pymongo.errors import ConnectionFailure, PyMongoError
 
 from threadkeep import BackendUnavailable, Chat, Message, Store, rebuilt_each
 
-from ._codec import Document, join_chunks, stored_time
+from ._codec import Document, join_chunks, required, stored_time
 from ._errors import TRANSIENT_LABEL, UNKNOWN_COMMIT_LABEL
 
 __all__ = [
@@ -186,9 +186,9 @@ class MongoBase(Store):
     def _chat_from_doc(self, doc: Document) -> Chat:
         return self.record_from_body(
             self.chat_model,
-            doc["body"],
-            seq=doc.get("seq"),
-            revision=doc.get("revision"),
+            required(doc, "body"),
+            seq=required(doc, "seq"),
+            revision=required(doc, "revision"),
             created_at=stored_time(doc.get("created_us")),
             updated_at=stored_time(doc.get("updated_us")),
             last_message_at=stored_time(doc.get("last_message_us")),
@@ -198,10 +198,10 @@ class MongoBase(Store):
     def _message_from_doc(self, doc: Document, body: str) -> Message:
         return self.message_from_row(
             body,
-            # .get: a damaged document is reported (CorruptRecord), never a KeyError.
-            chat_id=cast(UUID, doc.get("chat_id")),
-            seq=cast(int, doc.get("seq")),
-            revision=cast(int, doc.get("revision")),
+            # required(): a damaged document is reported (CorruptRecord), never a KeyError.
+            chat_id=cast(UUID, required(doc, "chat_id")),
+            seq=cast(int, required(doc, "seq")),
+            revision=cast(int, required(doc, "revision")),
             created_at=stored_time(doc.get("created_us")),
             updated_at=stored_time(doc.get("updated_us")),
             deleted_at=stored_time(doc.get("deleted_us")),
@@ -217,12 +217,12 @@ class MongoBase(Store):
     async def _with_bodies(
         self, docs: Sequence[Document], session: Session
     ) -> list[tuple[Document, str]]:
-        chunked = [d for d in docs if "body" not in d]
+        chunked = [d for d in docs if "body" not in d and "body_id" in d]
         fresh = await self._read_chunked(chunked, session) if chunked else {}
         found = []
         for doc in docs:
-            if "body" in doc:
-                found.append((doc, doc["body"]))
+            if "body" in doc or "body_id" not in doc:  # neither: damaged, reported on rebuild
+                found.append((doc, required(doc, "body")))
             elif doc["_id"] in fresh:
                 found.append(fresh[doc["_id"]])
         return found

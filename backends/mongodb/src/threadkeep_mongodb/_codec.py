@@ -28,6 +28,7 @@ __all__ = [
     "from_us",
     "join_chunks",
     "message_fields",
+    "required",
     "split_body",
     "step_document",
     "stored_time",
@@ -68,6 +69,18 @@ def stored_time(value: object) -> datetime | Unreadable | None:
         except OverflowError:
             pass
     return Unreadable(value, f"is not microseconds since the epoch ({value!r:.60})")
+
+
+def required(doc: Document, name: str) -> Any:
+    """Return ``doc[name]``, or :class:`threadkeep.Unreadable` if the field is missing.
+
+    A document a tool outside threadkeep stripped of a field (``$unset``) is damage: the
+    rebuild raises ``CorruptRecord`` naming the field, never a raw ``KeyError``, and never
+    rebuilds the record without it (issue 12).
+    """
+    if name in doc:
+        return doc[name]
+    return Unreadable(None, "is missing from the document")
 
 
 def split_body(body: str, chat_id: UUID) -> tuple[Document, list[Document]]:

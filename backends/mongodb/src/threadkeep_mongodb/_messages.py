@@ -47,7 +47,10 @@ class MongoMessagesMixin(MongoBase):
     async def _get_message(self, message_id: UUID) -> Message | None:
         with map_errors("read a message"):
             doc = await self._cols.messages.find_one({"_id": message_id, "deleted_us": None})
-            if doc is None or not await self._live_chat_ids([doc["chat_id"]]):
+            if doc is None:
+                return None
+            # no chat_id: damaged, and the rebuild reports it (CorruptRecord, issue 12)
+            if "chat_id" in doc and not await self._live_chat_ids([doc["chat_id"]]):
                 return None
             found = await self._messages_from_docs([doc])
         return found[0] if found else None

@@ -14,10 +14,10 @@ from uuid import UUID
 from pymongo import ReplaceOne, ReturnDocument
 from pymongo.errors import PyMongoError
 
-from threadkeep import Run, RunStatus, Step
+from threadkeep import Run, RunStatus, Step, rebuilt_each
 
 from ._base import MongoBase, Session
-from ._codec import Document, from_us, step_document, to_us
+from ._codec import Document, from_us, required, step_document, to_us
 from ._errors import is_duplicate_key, map_errors
 
 __all__ = ["MongoRunsMixin"]
@@ -29,7 +29,13 @@ class MongoRunsMixin(MongoBase):
     # -- steps ---------------------------------------------------------------------------
 
     def _step_from_doc(self, doc: Document) -> Step:
-        return self.record_from_body(Step, doc["body"], seq=doc["seq"])
+        # the document's chat_id: a damaged body's CorruptRecord still names the chat
+        return self.record_from_body(
+            Step,
+            required(doc, "body"),
+            chat_id=required(doc, "chat_id"),
+            seq=required(doc, "seq"),
+        )
 
     async def _save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
         with map_errors("save steps"):
@@ -142,7 +148,12 @@ class MongoRunsMixin(MongoBase):
     # -- runs ----------------------------------------------------------------------------
 
     def _run_from_doc(self, doc: Document) -> Run:
-        return self.record_from_body(Run, doc["body"], revision=doc["revision"])
+        return self.record_from_body(
+            Run,
+            required(doc, "body"),
+            chat_id=required(doc, "chat_id"),
+            revision=required(doc, "revision"),
+        )
 
     def _run_fields(self, run: Run, revision: int) -> Document:
         return {
@@ -191,4 +202,4 @@ class MongoRunsMixin(MongoBase):
         query = {"active": True, "lease_expires_us": {"$lt": to_us(now)}}
         with map_errors("find expired runs"):
             cursor = self._cols.runs.find(query, sort=[("lease_expires_us", 1)], limit=limit)
-            return [self._run_from_doc(doc) async for doc in cursor]
+            return rebuilt_each([doc async for doc in cursor], self._run_from_doc)

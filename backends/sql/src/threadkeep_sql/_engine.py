@@ -279,6 +279,8 @@ class Database:
     _held_max: int = 0
     _compiled: Compiled | None = None
     _router: ReadRouter | None = None
+    _lite: Compiled | None = None
+    _lite_held: list[tuple[AsyncConnection, Any]] = field(default_factory=list)
 
     @classmethod
     def create(
@@ -373,6 +375,8 @@ class Database:
             _reader=reader,
             _write_lock=asyncio.Lock(),
             _every_lock=asyncio.Lock() if memory else None,
+            _lite=Compiled(engine.dialect),
+            _held_max=0 if memory else pool_size,
         )
 
     @asynccontextmanager
@@ -476,6 +480,45 @@ class Database:
         async with self._autocommit() as (_conn, driver):
             yield driver
 
+    @asynccontextmanager
+    async def sqlite_driver(self, *, write: bool) -> AsyncIterator[Any]:
+        """SQLite: a pooled connection's ``aiosqlite.Connection``, for one operation.
+
+        Taken as :meth:`write` (``write=True``: behind the writer lock) or :meth:`read`
+        takes its connection, without any ``BEGIN`` (``threadkeep_sql._lite`` issues its
+        own); native errors are mapped (``map_native_errors``).
+        """
+        if self._every_lock is not None:  # ":memory:": the one shared connection, locked
+            async with self._enter(self.engine, transaction=False, write=write) as conn:
+                yield (await conn.get_raw_connection()).driver_connection
+            return
+        with map_native_errors():
+            async with AsyncExitStack() as stack:
+                if write and self._write_lock is not None:
+                    await stack.enter_async_context(self._write_lock)
+                held = self._lite_held.pop() if self._lite_held else await self._checkout()
+                try:
+                    yield held[1]
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        await complete(held[0].close())
+                    raise
+                if len(self._lite_held) < self._held_max:
+                    self._lite_held.append(held)
+                else:
+                    await complete(held[0].close())
+
+    @property
+    def sqlite_compiled(self) -> Compiled:
+        """SQLite: the driver's statements compiled once for the SQLite dialect.
+
+        Raises:
+            RuntimeError: On PostgreSQL (a bug in the caller).
+        """
+        if self._lite is None:
+            raise RuntimeError("sqlite_compiled is for SQLite only")
+        return self._lite
+
     @property
     def has_raw_driver(self) -> bool:
         """Whether :meth:`raw_transaction` works.
@@ -566,7 +609,8 @@ class Database:
         """Close every pooled connection (the standby's too); never raises."""
         if self._router is not None:
             await self._router.standby.dispose()
-        held, self._held = self._held, []
+        held, self._held = self._held + self._lite_held, []
+        self._lite_held = []
         try:
             with map_native_errors():
                 for conn, _ in held:

@@ -26,6 +26,7 @@ __all__ = [
     "current_revision",
     "head_revision",
     "lock_schema",
+    "outdated",
     "require_head",
     "revision_history",
     "upgrade_sql",
@@ -132,16 +133,25 @@ def require_head(connection: Connection, target: str) -> None:
             ``threadkeep migrate``), or at a revision this code does not know.
     """
     current = check_known(current_revision(connection), upgrading=False)
+    if current != head_revision():
+        raise outdated(target, current)
+
+
+def outdated(target: str, current: str | None) -> SchemaOutdated:
+    """Return the error of a store opened with ``auto_migrate=False`` below the head.
+
+    Args:
+        target: The store's URL as messages show it (password masked).
+        current: The revision the database is at (``None``: no schema, or no SQLite file).
+    """
     head = head_revision()
-    if current == head:
-        return
     where = "has no threadkeep schema yet" if current is None else f"is at revision {current!r}"
     msg = (
         f"the database schema of {target} {where}; this threadkeep-sql needs revision {head!r} "
         f"and was opened with auto_migrate=False: upgrade it with `threadkeep migrate --url "
         f"'{target}'` (as a user allowed to run DDL; `--sql` prints the DDL instead)"
     )
-    raise SchemaOutdated(msg, current=current, required=head)
+    return SchemaOutdated(msg, current=current, required=head)
 
 
 def upgrade_sql(dialect: str, current: str | None, schema: str | None) -> str:

@@ -10,7 +10,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from threadkeep import Conflict, Run, RunStatus, Step, StepStatus, as_utc
+from threadkeep import Conflict, Run, RunStatus, Step, StepStatus, as_utc, rebuilt_each
 
 from ._archive import step_values
 from ._base import SqlBase
@@ -21,8 +21,9 @@ __all__ = ["RunsMixin", "run_values"]
 _SAVE_ATTEMPTS = 4
 _s, _rn = steps.c, runs.c
 
-_STEP_COLUMNS = (_s.seq, _s.body)
-_RUN_COLUMNS = (_rn.revision, _rn.body)
+# chat_id first: a damaged body's CorruptRecord still names the row's chat (issue 12)
+_STEP_COLUMNS = (_s.chat_id, _s.seq, _s.body)
+_RUN_COLUMNS = (_rn.chat_id, _rn.revision, _rn.body)
 _GET_STEP = sa.select(*_STEP_COLUMNS).where(_s.step_id == sa.bindparam("step_id"))
 _GET_RUN = sa.select(*_RUN_COLUMNS).where(
     _rn.chat_id == sa.bindparam("chat_id"), _rn.run_id == sa.bindparam("run_id")
@@ -49,12 +50,12 @@ class RunsMixin(SqlBase):
     """Step and run primitives (``DriverPrimitives``, "steps and runs")."""
 
     def _step(self, row: Sequence[Any]) -> Step:
-        seq, body = row
-        return self.record_from_body(Step, body, seq=seq)
+        chat_id, seq, body = row
+        return self.record_from_body(Step, body, chat_id=chat_id, seq=seq)
 
     def _run(self, row: Sequence[Any]) -> Run:
-        revision, body = row
-        return self.record_from_body(Run, body, revision=revision)
+        chat_id, revision, body = row
+        return self.record_from_body(Run, body, chat_id=chat_id, revision=revision)
 
     async def _save_steps(self, steps_: Sequence[Step], now: datetime) -> list[Step]:
         for _ in range(_SAVE_ATTEMPTS):
@@ -233,4 +234,4 @@ class RunsMixin(SqlBase):
         )
         async with self._db.read() as conn:
             rows = (await conn.execute(stmt)).all()
-        return [self._run(row) for row in rows]
+        return rebuilt_each(rows, self._run)

@@ -38,11 +38,13 @@ from ._commit import CommitMixin
 from ._engine import SCHEMES, Database, normalize_url
 from ._errors import _chain
 from ._group import GroupCommitter
+from ._lite_paths import LiteMixin
 from ._load import LoadMixin
 from ._messages import _last_messages_statement
-from ._migrate import require_head, upgrade_to_head
+from ._migrate import outdated, require_head, upgrade_to_head
 from ._options import ScaleOptions
 from ._partition import partition_count
+from ._previews import PreviewsMixin
 from ._schema_admin import SqlMigrations
 
 __all__ = ["SqlStore"]
@@ -131,7 +133,7 @@ def _require_partitions(connection: sa.Connection, wanted: int) -> None:
         raise InvalidArgument(msg)
 
 
-class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
+class SqlStore(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, PreviewsMixin):
     """A threadkeep store on PostgreSQL or SQLite.
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),
@@ -219,6 +221,8 @@ class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
         return Database.create(url, schema=self._schema, pool_size=self._pool_size, pooled=pooled)
 
     async def _open(self) -> None:
+        if not self.auto_migrate and await asyncio.to_thread(self._sqlite_file_missing):
+            raise outdated(self.shown_url, None)  # a store that may not migrate creates nothing
         self._db = await self._primary_database()
         if self._scale.read_url is not None:
             standby = self._database(self._scale.read_url)
@@ -258,6 +262,13 @@ class SqlStore(ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin):
         if self._sa_url.get_backend_name() == "sqlite":
             await asyncio.to_thread(_require_folder, self._sa_url.database)
         return self._database(self._sa_url)
+
+    def _sqlite_file_missing(self) -> bool:
+        """Whether the store is a SQLite file that does not exist (connecting creates it)."""
+        if self._sa_url.get_backend_name() != "sqlite":
+            return False
+        database = self._sa_url.database or ""
+        return database not in ("", ":memory:") and not Path(database).expanduser().exists()
 
     async def _in_schema(
         self, db: Database, work: Callable[[sa.Connection], T], *, write: bool

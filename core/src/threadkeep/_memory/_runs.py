@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from .._content import PreparedMessage
+from .._corrupt import rebuilt_each
 from .._models import Message
 from .._runs import Run, RunStatus, Step, StepStatus
 from .._store_core import StoreCore
@@ -27,7 +28,7 @@ class MemoryRunsMixin(StoreCore):
         ) -> list[tuple[Message, bool]]: ...
 
     def _step(self, row: StepRow) -> Step:
-        return self.record_from_body(Step, row.body, seq=row.seq)
+        return self.record_from_body(Step, row.body, chat_id=row.chat_id, seq=row.seq)
 
     async def _save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
         with self._state.lock:
@@ -205,4 +206,4 @@ class MemoryRunsMixin(StoreCore):
                 for r in self._state.runs.values()
                 if r.active and r.lease_expires_at is not None and r.lease_expires_at < now
             ]
-            return [self._run(r) for r in rows[:limit]]
+            return rebuilt_each(rows[:limit], self._run)

@@ -2,7 +2,10 @@
 
 The store is opened with ``corrupt_records="skip"``, so every page read goes past damaged
 rows and reports them (``Page.corrupt``). The scan walks every chat (deleted ones included)
-and the visible messages of each hot chat, one page at a time. Archived chats are not
+and the visible messages of each hot chat, one page at a time, then (on drivers with the
+``steps`` capability) each hot chat's steps: a damaged step stops its ``scan_steps`` page
+with ``CorruptRecord`` naming its seq, so the scan records it and goes on after it. Runs
+have no scan in the public API and are not read. Archived chats are not
 read (reading one would bring it back into hot storage); their bundles are checked by the
 SHA-256 the archive keeps (``ArchiveIntegrityError`` on read).
 
@@ -18,6 +21,7 @@ from typing import Any
 import typer
 
 from .._corrupt import CorruptRow
+from .._errors import CorruptRecord
 from .._models import Chat, ChatStatus
 from .._paging import MAX_PAGE_LIMIT, ChatFilter
 from .._store import Store
@@ -34,12 +38,14 @@ class CheckReport:
     Attributes:
         chats: Chats scanned (rows read, damaged ones included).
         messages: Messages read without damage, in the chats scanned.
+        steps: Steps read without damage, in the chats scanned.
         archived: Archived chats whose messages were not read (they live in bundles).
         damaged: Every damaged row, chats first, then messages chat by chat.
     """
 
     chats: int = 0
     messages: int = 0
+    steps: int = 0
     archived: int = 0
     damaged: list[CorruptRow] = field(default_factory=list)
 
@@ -48,6 +54,7 @@ class CheckReport:
         return {
             "chats": self.chats,
             "messages": self.messages,
+            "steps": self.steps,
             "archived_not_read": self.archived,
             "damaged": [row.model_dump(mode="json") for row in self.damaged],
         }
@@ -62,6 +69,34 @@ async def _scan_messages(store: Store, chat: Chat, report: CheckReport) -> None:
         if not page.has_more:
             return
         cursor = page.next_cursor
+
+
+async def _scan_steps(store: Store, chat: Chat, report: CheckReport) -> None:
+    """Scan a chat's steps, recording damaged ones in ``report``.
+
+    A damaged step fails its whole ``scan_steps`` page, so that page is re-read one step at
+    a time up to the damaged seq, which is recorded and stepped over.
+    """
+    after, limit, until = 0, MAX_PAGE_LIMIT, 0
+    while True:
+        try:
+            steps = await store.scan_steps(chat.chat_id, after_seq=after, limit=limit)
+        except CorruptRecord as exc:
+            seq = exc.seq if type(exc.seq) is int else None
+            if limit > 1 and seq is not None and seq > after + 1:
+                limit, until = 1, seq  # the steps before it read fine: count them
+                continue
+            report.damaged.append(CorruptRow.of(exc))
+            if seq is None or seq <= after:
+                return  # no position to go on from: the rest of this chat's steps is unread
+            after, limit = seq, MAX_PAGE_LIMIT
+            continue
+        report.steps += len(steps)
+        if len(steps) < limit:
+            return
+        after = steps[-1].seq or after
+        if after + 1 >= until:
+            limit = MAX_PAGE_LIMIT
 
 
 async def check_store(store: Store) -> CheckReport:
@@ -97,6 +132,9 @@ async def check_store(store: Store) -> CheckReport:
         cursor = page.next_cursor
     for chat in hot:
         await _scan_messages(store, chat, report)
+    if store.capabilities.steps:
+        for chat in hot:
+            await _scan_steps(store, chat, report)
     return report
 
 
@@ -116,7 +154,7 @@ async def _check(url: str | None, as_json: bool) -> CheckReport:
             markup=False,
         )
     console.print(
-        f"{report.chats} chats and {report.messages} messages read, "
+        f"{report.chats} chats, {report.messages} messages and {report.steps} steps read, "
         f"{len(report.damaged)} damaged rows"
         + (f", {report.archived} archived chats not read" if report.archived else ""),
         markup=False,
@@ -127,8 +165,8 @@ async def _check(url: str | None, as_json: bool) -> CheckReport:
 def check(url: UrlOption = None, as_json: JsonOption = False) -> None:
     """List every damaged stored row (a body or timestamp changed outside threadkeep).
 
-    Reads every chat and the messages of every hot chat; writes nothing. Exits 1 when
-    anything is damaged, so scripts can alert on it.
+    Reads every chat, and the messages and steps of every hot chat; writes nothing.
+    Exits 1 when anything is damaged, so scripts can alert on it.
     """
     report = run(_check(url, as_json))
     if report.damaged:

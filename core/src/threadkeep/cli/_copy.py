@@ -46,6 +46,9 @@ class CopyCounts:
     steps_copied: int = 0
     runs: int = 0
     runs_copied: int = 0
+    deleted_chats: int = 0
+    """Soft-deleted chats found: copied deleted, without their messages and steps (a
+    deleted chat's records are hidden from every read, scans included)."""
 
 
 class _ChatSpool:
@@ -175,6 +178,7 @@ async def copy_store(source: Store, target: Store, progress: Any = None) -> Copy
             await _spool(source, spool)
             for chat in spool.oldest_first(source.chat_model):
                 counts.chats += 1
+                counts.deleted_chats += chat.deleted_at is not None
                 counts.chats_copied += await target.copy_chat(chat)
                 runs = await _copy_records(source, target, chat, counts)
                 await _copy_runs(source, target, chat, runs, counts)
@@ -218,6 +222,13 @@ def copy(
                 )
 
     counts = run(go())
+    if counts.deleted_chats:
+        typer.echo(
+            f"threadkeep: {counts.deleted_chats:,} soft-deleted chats were copied deleted and "
+            "without their messages and steps (hidden from every read); restore them in the "
+            "source and copy again to keep those",
+            err=True,
+        )
     if as_json:
         print_json(asdict(counts))
         return

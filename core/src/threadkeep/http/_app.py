@@ -14,6 +14,7 @@ from .._registry import open_store
 from .._store import Store
 from ._auth import Authenticator
 from ._errors import install_error_handlers
+from ._limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, checked_body_limit
 from ._routes import router as history_router
 from ._runs import AgentLookup, RunManagers
 from ._runs import router as runs_router
@@ -30,6 +31,7 @@ def create_app(
     agents: AgentLookup | None = None,
     run_options: Mapping[str, Any] | None = None,
     viewer: bool = True,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """Build the gateway: the history API, the AG-UI run endpoint and the history viewer.
 
@@ -52,6 +54,8 @@ def create_app(
             ``lease_seconds``. ``user_id``, ``agent_id`` and ``chat_options`` come from
             the caller and the route.
         viewer: Serve the read-only history viewer page at ``/viewer/``.
+        max_body_bytes: The largest request body accepted, in bytes (default 64 MiB); a
+            larger one answers ``413 payload_too_large`` before it is buffered.
 
     Returns:
         The FastAPI app; its OpenAPI document is at ``/openapi.json``.
@@ -59,7 +63,8 @@ def create_app(
     Raises:
         InvalidArgument: If neither or both of ``store`` and ``url`` are given,
             ``authenticator`` is not callable, or ``run_options`` names a field the route
-            sets or a value ``StorageAgent`` refuses.
+            sets or a value ``StorageAgent`` refuses, or ``max_body_bytes`` is not an
+            integer >= 1.
     """
     if (store is None) == (url is None):
         raise InvalidArgument("give exactly one of store= (open) and url=")
@@ -75,6 +80,7 @@ def create_app(
     app.state.threadkeep_authenticator = authenticator
     app.state.threadkeep_agents = agents
     options = _checked_run_options(run_options)
+    app.add_middleware(BodyLimit, limit=checked_body_limit(max_body_bytes))
     app.state.threadkeep_runs = RunManagers(lambda: app.state.threadkeep_store, options)
     install_error_handlers(app)
     app.include_router(history_router)

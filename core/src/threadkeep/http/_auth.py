@@ -9,6 +9,7 @@ bearer JWTs verified with PyJWT against a key or a JWKS endpoint.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from starlette.requests import HTTPConnection
 
 from .._errors import InvalidArgument
 from .._paging import Viewer
+from ._errors import ApiError
 
 __all__ = [
     "JWT_SECRET_ENV",
@@ -30,6 +32,8 @@ __all__ = [
 
 JWT_SECRET_ENV = "THREADKEEP_JWT_SECRET"  # noqa: S105 - a variable name, not a secret
 """Environment variable holding the shared HS256 secret ``threadkeep serve`` verifies with."""
+
+_log = logging.getLogger("threadkeep.http")
 
 _MIN_SECRET_BYTES = 32
 """RFC 7518 section 3.2: an HS256 key must be at least as long as the hash (32 bytes)."""
@@ -156,6 +160,8 @@ class JWTAuthenticator:
             InvalidArgument: If the token is malformed, expired, not yet valid, signed
                 with another key, or for another issuer or audience, or its claims do not
                 name a user (the gateway answers all of these 401).
+            ApiError: 503 ``auth_unavailable`` if the ``jwks_url`` endpoint cannot be
+                reached (the driver's text goes to the log only).
         """
         token = bearer_token(connection)
         if token is None:
@@ -180,6 +186,12 @@ class JWTAuthenticator:
             return self._key
         try:  # PyJWKClient fetches over blocking urllib: keep the event loop free
             found = await anyio.to_thread.run_sync(self._jwks.get_signing_key_from_jwt, token)
+        except jwt.PyJWKClientConnectionError as exc:
+            # The issuer's keys cannot be fetched: an outage to retry, not bad credentials.
+            _log.warning("threadkeep: the JWKS endpoint cannot be reached: %s", exc)
+            raise ApiError(
+                503, "auth_unavailable", "the token issuer's keys cannot be fetched; retry later"
+            ) from exc
         except jwt.PyJWTError as exc:
             raise InvalidArgument(f"bearer token rejected: {exc}") from exc
         return found.key

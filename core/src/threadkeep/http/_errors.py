@@ -30,6 +30,7 @@ from ._wire import ErrorBody
 
 __all__ = [
     "ERROR_RESPONSES",
+    "RETRY_AFTER_SECONDS",
     "ApiError",
     "error_response",
     "install_error_handlers",
@@ -49,7 +50,23 @@ _STORE_ERRORS: tuple[tuple[type[ThreadkeepError], int, str], ...] = (
     (CapabilityNotSupported, 501, "not_supported"),
 )
 
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}
+_HTTP_CODES = {
+    400: "invalid_request",  # FastAPI's "There was an error parsing the body"
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
+
+# What a 5xx answer says: the driver's own text (its exception class, host, port) goes to
+# the server's log only, never to the caller.
+_UNAVAILABLE = {
+    "backend_unavailable": "the store's backend cannot be reached; retry later",
+    "archive_unavailable": "the archive cannot be reached; retry later",
+}
+
+RETRY_AFTER_SECONDS = 5
+"""The ``Retry-After`` a 503 answer carries, in seconds."""
 
 
 class ApiError(Exception):
@@ -69,8 +86,16 @@ class ApiError(Exception):
 
 
 def error_response(status: int, code: str, message: str) -> JSONResponse:
-    """Return the JSON error answer; a 401 also carries ``WWW-Authenticate: Bearer``."""
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    """Return the JSON error answer.
+
+    A 401 also carries ``WWW-Authenticate: Bearer`` (RFC 6750 section 3), a 503
+    ``Retry-After`` (:data:`RETRY_AFTER_SECONDS`, RFC 9110 section 10.2.3).
+    """
+    headers = None
+    if status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    elif status == 503:
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
     body = {"error": {"code": code, "message": message}}
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -82,7 +107,7 @@ def _store_error(request: Request, exc: Exception) -> JSONResponse:
                 return error_response(404, code, "no such thread, message or run")
             if status >= 500:
                 _log.warning("threadkeep: %s %s: %s", request.method, request.url.path, exc)
-            return error_response(status, code, str(exc))
+            return error_response(status, code, _UNAVAILABLE.get(code) or str(exc))
     _log.error("threadkeep: unexpected store error", exc_info=exc)
     return error_response(500, "internal_error", "the server failed; see its log")
 

@@ -4,11 +4,14 @@ The body is an AG-UI ``RunAgentInput``; its ``threadId`` is the caller's own thr
 thread item's ``key``). The run is stored by :class:`threadkeep.agui.StorageAgent` (see
 ``docs/run-persistence.md``) in the caller's chat of that key, created in the caller's tenant
 and first team. The run goes on, and is stored, if the client disconnects; a second stream
-of a run still executing answers one ``RUN_ERROR`` with code ``RUN_CONFLICT``.
+of a run still executing answers one ``RUN_ERROR`` with code ``RUN_CONFLICT``. The
+terminal event (``RUN_FINISHED``/``RUN_ERROR``) is sent once the run is stored, so a client
+reading the thread when it arrives finds the answer and the run's outcome.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Annotated, Any
 
@@ -21,13 +24,17 @@ from ._access import authenticated, not_found, store_of
 from ._auth import Principal
 from ._errors import ERROR_RESPONSES, ApiError
 
-__all__ = ["AgentLookup", "RunManagers", "router"]
+__all__ = ["STORED_WAIT", "AgentLookup", "RunManagers", "router"]
 
 AgentLookup = Callable[[str], Any]
 """``agent_id -> AG-UI agent`` (anything with ``run(input) -> AsyncIterator[BaseEvent]``),
 or ``None`` when the gateway runs no agent of that id (answered 404)."""
 
 router = APIRouter(prefix="/agents/{agent_id}/chat", responses=ERROR_RESPONSES)
+
+STORED_WAIT = 30.0
+"""Seconds the terminal event waits for the run's records to be stored (an inner agent
+still running after its terminal event delays them); then it is sent all the same."""
 
 _INPUT_BODY = {
     "requestBody": {
@@ -61,6 +68,8 @@ async def run_agent(
         raise not_found()
     try:
         run_input = RunAgentInput.model_validate(await request.json())
+    except RecursionError:  # nested deeper than the JSON decoder's recursion limit
+        raise ApiError(400, "invalid_request", "the body nests too deeply") from None
     except (ValidationError, ValueError) as exc:
         raise ApiError(400, "invalid_request", f"not an AG-UI RunAgentInput: {exc}") from exc
     await _check_thread(store, caller, agent_id, run_input.thread_id)
@@ -71,11 +80,7 @@ async def run_agent(
         refused = RunErrorEvent(message=str(exc), code="RUN_CONFLICT")
         return StreamingResponse(iter([_sse(refused)]), media_type="text/event-stream")
 
-    async def stream() -> AsyncIterator[str]:
-        async for event in handle.events():  # closed on disconnect; the run is not
-            yield _sse(event)
-
-    return StreamingResponse(stream(), media_type="text/event-stream")
+    return StreamingResponse(_stored_stream(handle), media_type="text/event-stream")
 
 
 class RunManagers:
@@ -135,6 +140,24 @@ async def _check_thread(store: Any, caller: Principal, agent_id: str, key: str) 
     chat = await store.find_chat(caller.user_id, key, tenant_id=caller.tenant_id)
     if chat is not None and (chat.agent_id != agent_id or chat.tenant_id != caller.tenant_id):
         raise not_found()
+
+
+async def _stored_stream(handle: Any) -> AsyncIterator[str]:
+    """The run's events as SSE; the terminal event only once the run is stored.
+
+    A chat UI reads the thread again when ``RUN_FINISHED``/``RUN_ERROR`` arrives: holding
+    that event until :meth:`RunHandle.wait` returns (at most :data:`STORED_WAIT` seconds)
+    makes the answer and the run's outcome readable by then (read-your-writes). A client
+    that goes away closes this generator, not the run, which goes on and is stored.
+    """
+    from ag_ui.core import RunErrorEvent, RunFinishedEvent
+
+    async for event in handle.events():
+        if isinstance(event, RunFinishedEvent | RunErrorEvent):
+            # An inner agent lingering after its terminal event holds the last writes: wait
+            # a bounded time, never cancelling the run's own storing (wait() never raises).
+            await asyncio.wait({asyncio.ensure_future(handle.wait())}, timeout=STORED_WAIT)
+        yield _sse(event)
 
 
 def _sse(event: Any) -> str:

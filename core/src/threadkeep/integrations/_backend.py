@@ -16,7 +16,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeAlias, TypeVar, cast
 
-from threadkeep import InvalidArgument, Store
+from threadkeep import BackendUnavailable, InvalidArgument, Store
 from threadkeep.sync import SyncStore
 
 __all__ = ["StoreHandle", "StoreSource", "shared_sync_store"]
@@ -108,6 +108,10 @@ class StoreHandle:
 
         Returns:
             What the coroutine returns; its exceptions are raised unchanged.
+
+        Raises:
+            BackendUnavailable: If a sync store is closed by another thread before the call
+                ends (a cancellation of the caller's own task stays a cancellation).
         """
         if isinstance(self._source, Store):
             if not self._source.is_open:
@@ -117,7 +121,16 @@ class StoreHandle:
         if sync is None:
             sync = await asyncio.to_thread(self._sync_store)
             assert sync is not None
-        return await asyncio.wrap_future(sync.submit(call(sync.async_store)))
+        future = sync.submit(call(sync.async_store))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if future.cancelled() and (task is None or not task.cancelling()):
+                # The sync store's loop stopped under the call (closed by another thread).
+                msg = "the store was closed while this call was running"
+                raise BackendUnavailable(msg) from None
+            raise
 
     def run_sync(self, call: Callable[[Store], Awaitable[_T]]) -> _T:
         """Run ``call(store)`` to its end and return its result, blocking the caller.
@@ -125,6 +138,8 @@ class StoreHandle:
         Raises:
             InvalidArgument: If the handle holds an async store (its loop is the caller's to
                 drive: give a URL or a ``threadkeep.sync`` store for blocking use).
+            BackendUnavailable: If the sync store is closed before the call ends.
+            RuntimeError: If called on the sync store's own loop thread.
         """
         sync = self._sync_store()
         if sync is None:
@@ -138,4 +153,6 @@ class StoreHandle:
         async def whole() -> _T:
             return await call(store)
 
-        return sync.submit(whole()).result()
+        # The sync store's own blocking call: refuses its loop thread (which would wait for
+        # itself) and turns a close under the call into BackendUnavailable.
+        return sync._run(whole())

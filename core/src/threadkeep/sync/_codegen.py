@@ -2,7 +2,7 @@
 
 The sync API is derived from the async one, never written by hand, so the two cannot drift
 (the idea of httpx's ``Client``/``AsyncClient`` pair, generated as ``unasync`` does). For each
-public ``async def`` of :class:`threadkeep.Store` except ``open``/``close`` (written by hand in
+public ``async def`` of :class:`threadkeep.Store` except :data:`HAND_WRITTEN` (written by hand in
 ``_store.py``), the generated method has the same parameters, defaults and annotations as
 the source text, the same docstring, and returns what the coroutine returns::
 
@@ -31,8 +31,9 @@ __all__ = ["HAND_WRITTEN", "TARGET", "async_api", "generate", "main"]
 TARGET = Path(__file__).with_name("_methods.py")
 """The generated module."""
 
-HAND_WRITTEN = frozenset({"open", "close"})
-"""Coroutine methods the sync store implements itself (they start and stop its loop)."""
+HAND_WRITTEN = frozenset({"open", "close", "load_messages"})
+"""Coroutine methods the sync store implements itself: ``open``/``close`` start and stop its
+loop; ``load_messages`` advances a sync iterator off the loop thread."""
 
 _HEADER = '''"""Blocking methods of ``SyncStore``, generated from ``threadkeep.Store``: do not edit.
 

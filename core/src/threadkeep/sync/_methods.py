@@ -5,7 +5,7 @@ Regenerate with ``python -m threadkeep.sync._codegen`` after the async API chang
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
@@ -14,8 +14,8 @@ from threadkeep import (
     DEFAULT_PAGE_LIMIT,
     Chat,
     ChatFilter,
+    ChatPreview,
     ErasureReceipt,
-    LoadReport,
     Message,
     MessageFilter,
     Page,
@@ -28,7 +28,7 @@ from threadkeep import (
     ToolCall,
     Viewer,
 )
-from threadkeep._store_load import DEFAULT_LOAD_BATCH
+from threadkeep._previews import DEFAULT_PREVIEW_CHARS
 from threadkeep.typing import MessageInput
 
 if TYPE_CHECKING:
@@ -910,6 +910,50 @@ class SyncMethods:
             self._store.heartbeat_run(chat_id, run_id, owner=owner, lease_seconds=lease_seconds)
         )
 
+    def list_chat_previews(
+        self,
+        chat_filter: ChatFilter | Mapping[str, Any] | None = None,
+        *,
+        limit: int = DEFAULT_PAGE_LIMIT,
+        cursor: str | None = None,
+        preview_chars: int = DEFAULT_PREVIEW_CHARS,
+    ) -> Page[ChatPreview]:
+        """Return one page of chats, newest created first, each with its newest message.
+
+        The page of ``list_chats(chat_filter, limit=limit, cursor=cursor)`` (same chats, same
+        order, same ``has_more``; its cursors are interchangeable with this method's), each
+        chat paired with what ``get_last_messages`` would give it, cut to a preview, in one
+        call to the driver (one query on SQL).
+
+        Args:
+            chat_filter: Which chats (a :class:`ChatFilter` or a mapping of its fields;
+                default: every live chat), for example ``{"user_id": "u-1"}``.
+            limit: Chats per page (count); default 50, capped at 200.
+            cursor: ``next_cursor`` of the previous page (of this method or of
+                ``list_chats``), issued for the same filter.
+            preview_chars: At most this many code points of each preview's text (an
+                integer >= 0; default 200). ``0`` returns no text, only the other fields.
+
+        Returns:
+            ``Page[ChatPreview]``: ``items`` run oldest to newest within the page (as
+            ``list_chats``), ``next_cursor`` walks to older chats. On a
+            ``corrupt_records="skip"`` store, ``corrupt`` lists damaged chat rows left out;
+            a chat whose newest message is damaged is kept (see ``ChatPreview``).
+
+        Raises:
+            InvalidArgument: If ``limit`` or ``preview_chars`` is not an integer in range,
+                or the filter does not validate.
+            InvalidCursor: If the cursor is foreign, altered or for another filter.
+            CorruptRecord: If a chat row, or a chat's newest message, is damaged (unless
+                the store reads past damaged rows).
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(
+            self._store.list_chat_previews(
+                chat_filter, limit=limit, cursor=cursor, preview_chars=preview_chars
+            )
+        )
+
     def list_chats(
         self,
         chat_filter: ChatFilter | Mapping[str, Any] | None = None,
@@ -979,52 +1023,6 @@ class SyncMethods:
                 chat_id, limit=limit, cursor=cursor, message_filter=message_filter, viewer=viewer
             )
         )
-
-    def load_messages(
-        self,
-        chat_id: UUID | str,
-        messages: Iterable[MessageInput] | AsyncIterable[MessageInput],
-        *,
-        batch_size: int = DEFAULT_LOAD_BATCH,
-    ) -> LoadReport:
-        """Append a large history in batches on the driver's bulk path; idempotent.
-
-        Messages are appended in the order given, ``batch_size`` at a time, each batch as
-        :meth:`append_messages` would append it (same checks, same ``seq`` rules, all or
-        nothing per batch) but through the driver's bulk primitive: PostgreSQL writes a
-        batch with ``COPY``, SQLite with one multi-row insert, and other drivers fall back
-        to ``_insert_messages``. Unlike ``append_messages`` it returns counts, not the
-        stored messages, so memory stays bounded by one batch however long the history.
-
-        A re-run of the same load writes nothing: every message carrying an ``agui_id``
-        that the chat stores already is found and skipped (give each message an
-        ``agui_id`` to be able to re-run; one without is written again each time).
-        Batches before a failing one stay written, so a re-run after a failure completes
-        the rest.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            messages: ``Message`` instances or mappings of their fields
-                (:data:`threadkeep.typing.MessageInput`), as a list, any iterable (a
-                generator reading a file) or an async iterable; consumed once, in order.
-            batch_size: Messages per batch (count, 1 to :data:`MAX_LOAD_BATCH`, default
-                :data:`DEFAULT_LOAD_BATCH`).
-
-        Returns:
-            A :class:`LoadReport`: messages (and their tool calls) created and already
-            present, and the number of batches written.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted (nothing is written).
-            IdempotencyConflict: If an ``agui_id`` is stored with a different payload, or
-                repeats in one batch with different payloads; that batch is not written.
-            InvalidContent / PayloadTooLarge / InvalidArgument: As for
-                :meth:`append_messages` (and for a ``batch_size`` out of range, or
-                ``messages`` that is not iterable); that batch is not written.
-            Conflict: If the chat changed state (archived meanwhile) during a batch.
-            BackendUnavailable: If the backend fails; that batch is not written.
-        """
-        return self._run(self._store.load_messages(chat_id, messages, batch_size=batch_size))
 
     def purge(self, deleted_before: datetime) -> int:
         """Remove for good every chat soft-deleted before ``deleted_before``.
@@ -1205,7 +1203,10 @@ class SyncMethods:
             limit: At most this many runs per call (a count, at least 1).
 
         Returns:
-            The runs this call marked (a concurrent sweeper marks the others).
+            The runs this call marked (a concurrent sweeper marks the others). A run whose
+            stored row is damaged is left alone (reading it raises ``CorruptRecord``;
+            ``threadkeep check`` lists it): one damaged row must not stop the sweeper for
+            every other run of the store (issue 12).
 
         Raises:
             InvalidArgument: If ``limit`` is not an integer of at least 1.

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future, InvalidStateError
 from typing import Any, TypeVar
 
 from threadkeep import BackendUnavailable
@@ -13,6 +14,8 @@ from threadkeep import BackendUnavailable
 __all__ = ["LoopThread"]
 
 _T = TypeVar("_T")
+
+_CLOSED = "the store was closed while this call was running"
 
 
 class LoopThread:
@@ -33,6 +36,9 @@ class LoopThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
+        # Futures of calls not finished yet: failed by stop(), so no caller waits forever.
+        self._pending: set[Future[Any]] = set()
+        self._lock = threading.Lock()
 
     @property
     def running(self) -> bool:
@@ -65,12 +71,20 @@ class LoopThread:
         Raises:
             BackendUnavailable: If the loop is not running (the store is not open).
         """
-        loop = self._loop
-        if self._thread is None or loop is None:
-            coroutine.close()
-            msg = "store is not open; use `with threadkeep.sync.open_store(url) as store:`"
-            raise BackendUnavailable(msg)
-        return asyncio.run_coroutine_threadsafe(coroutine, loop)
+        with self._lock:
+            loop = self._loop
+            if self._thread is None or loop is None:
+                coroutine.close()
+                msg = "store is not open; use `with threadkeep.sync.open_store(url) as store:`"
+                raise BackendUnavailable(msg)
+            future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+            self._pending.add(future)
+        future.add_done_callback(self._forget)
+        return future
+
+    def _forget(self, future: Future[Any]) -> None:
+        with self._lock:
+            self._pending.discard(future)
 
     def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run ``coroutine`` on the loop, block until it ends, and return its result.
@@ -79,7 +93,8 @@ class LoopThread:
         interrupted (``KeyboardInterrupt``), the coroutine is cancelled.
 
         Raises:
-            BackendUnavailable: If the loop is not running (the store is not open).
+            BackendUnavailable: If the loop is not running (the store is not open), or is
+                stopped (the store closed by another thread) before the call ends.
             RuntimeError: If called from the loop's own thread (it would wait for itself).
         """
         if self._thread is not None and threading.current_thread() is self._thread:
@@ -89,15 +104,27 @@ class LoopThread:
         future = self.submit(coroutine)
         try:
             return future.result()
+        except CancelledError:
+            # Only stop() cancels a call (it cancels what is left on the loop).
+            raise BackendUnavailable(_CLOSED) from None
         except BaseException:
             future.cancel()
             raise
 
     def stop(self) -> None:
-        """Stop the loop (cancelling what still runs on it) and join the thread. Idempotent."""
-        thread, loop, stopped = self._thread, self._loop, self._stopped
-        if thread is None or loop is None or stopped is None:
-            return
-        self._thread = self._loop = self._stopped = None
+        """Stop the loop (cancelling what still runs on it) and join the thread. Idempotent.
+
+        A call still running is cancelled: its waiting caller gets ``BackendUnavailable``.
+        """
+        with self._lock:
+            thread, loop, stopped = self._thread, self._loop, self._stopped
+            if thread is None or loop is None or stopped is None:
+                return
+            self._thread = self._loop = self._stopped = None
         loop.call_soon_threadsafe(stopped.set)
         thread.join()
+        with self._lock:
+            left, self._pending = self._pending, set()
+        for future in left:  # scheduled too late to run: fail it rather than leave it waiting
+            with contextlib.suppress(InvalidStateError):  # it finished meanwhile
+                future.set_exception(BackendUnavailable(_CLOSED))

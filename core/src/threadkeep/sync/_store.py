@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Coroutine
+import asyncio
+from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import Future
+from itertools import islice
 from types import TracebackType
 from typing import Any, Self, TypeVar
+from uuid import UUID
 
 import threadkeep
-from threadkeep import Capabilities, Store
+from threadkeep import Capabilities, LoadReport, Store
+from threadkeep._store_load import DEFAULT_LOAD_BATCH
+from threadkeep.typing import MessageInput
 
 from ._methods import SyncMethods
 from ._portal import LoopThread
@@ -120,6 +125,39 @@ class SyncStore(SyncMethods):
         finally:
             self._loop_thread.stop()
 
+    def load_messages(
+        self,
+        chat_id: UUID | str,
+        messages: Iterable[MessageInput] | AsyncIterable[MessageInput],
+        *,
+        batch_size: int = DEFAULT_LOAD_BATCH,
+    ) -> LoadReport:
+        """Append a large history in batches on the driver's bulk path (blocking).
+
+        :meth:`threadkeep.Store.load_messages`, with one difference: an iterator or
+        generator is advanced on a worker thread, ``batch_size`` items at a time, never on
+        the store's loop thread, so a generator may block and may itself call this sync
+        store (a generator paging another chat with :meth:`list_messages`, for a copy).
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            messages: ``Message`` instances or mappings of their fields, as a list, any
+                iterable or an async iterable; consumed once, in order.
+            batch_size: Messages per batch (count, 1 to ``MAX_LOAD_BATCH``).
+
+        Returns:
+            A ``LoadReport``: messages created and already present, and batches written.
+
+        Raises:
+            ChatNotFound, IdempotencyConflict, InvalidContent, PayloadTooLarge,
+            InvalidArgument, Conflict, BackendUnavailable: As the async method raises them.
+            Whatever the generator raises, unchanged (batches before it stay written).
+        """
+        given: object = messages
+        if isinstance(given, Iterable) and not isinstance(given, Sequence | AsyncIterable):
+            messages = _off_loop(iter(given), max(batch_size, 1))
+        return self._run(self._store.load_messages(chat_id, messages, batch_size=batch_size))
+
     def __enter__(self) -> Self:
         return self.open()
 
@@ -134,6 +172,13 @@ class SyncStore(SyncMethods):
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
         return f"<SyncStore {type(self._store).__name__} {state}>"
+
+
+async def _off_loop(items: Iterator[_T], size: int) -> AsyncIterator[_T]:
+    """Yield ``items``, advancing the iterator ``size`` at a time on a worker thread."""
+    while chunk := await asyncio.to_thread(lambda: list(islice(items, size))):
+        for item in chunk:
+            yield item
 
 
 def open_store(url: str | None = None, **options: Any) -> SyncStore:

@@ -39,7 +39,6 @@ from google.adk.sessions import InMemorySessionService
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
 from google.adk.sessions.session import Session
 from google.genai import types
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
@@ -355,16 +354,9 @@ def machine_for(service: BaseSessionService) -> type[Differential]:
     return type("DifferentialOnStore", (Differential,), {"service": service})
 
 
-def test_threadkeep_matches_the_reference_service(backend) -> None:
+def test_threadkeep_matches_the_reference_service(backend, differential_settings) -> None:
     """Generated operation sequences give equal results on both services."""
-    profile = settings.default
-    bounded = settings(
-        profile,
-        # a third of the profile's runs; a sixth on MongoDB, whose server is several times
-        # slower per call (the comparison itself is the same on every backend)
-        max_examples=max(4, profile.max_examples // (6 if backend.name == "mongodb" else 3)),
-        stateful_step_count=profile.stateful_step_count,
-    )
+    bounded = differential_settings(backend)
     with backend.sync_store() as store:
         run_state_machine_as_test(machine_for(ThreadkeepSessionService(store)), settings=bounded)
 

@@ -101,6 +101,23 @@ async def test_events_of_the_api_and_tool_links_on_each_backend(backend) -> None
         assert messages[1].tool_call_ref == messages[0].tool_calls[0].agui_id
 
 
+async def test_an_event_with_megabytes_of_inline_data_round_trips(backend) -> None:
+    # A user's photo as inline bytes: ADK's own services store it; this one must not refuse
+    # it with PayloadTooLarge (the store bounds what is beside the payload at 1 MiB).
+    photo = types.Part(inline_data=types.Blob(data=b"\x89PNG" * 400_000, mime_type="image/png"))
+    event = Event(
+        author="user", content=types.Content(role="user", parts=[types.Part(text="see"), photo])
+    )
+    with backend.sync_store() as store:
+        service = ThreadkeepSessionService(store)
+        session = await service.create_session(app_name="app", user_id="u")
+        await service.append_event(session, event)
+        await service.append_event(session, event)  # a re-delivery is still recognised
+        got = await service.get_session(app_name="app", user_id="u", session_id=session.id)
+        assert got is not None
+        assert [e.model_dump() for e in got.events] == [event.model_dump()]
+
+
 async def test_concurrent_appends_keep_every_user_and_app_delta(backend) -> None:
     with backend.sync_store() as store:
         service = ThreadkeepSessionService(store)

@@ -142,6 +142,31 @@ async def test_every_message_round_trips_through_each_backend(backend) -> None:
         assert deleting.messages == []
 
 
+_IMAGE = "data:image/png;base64," + "iVBORw0KGgo" * 200_000  # 2.2 MB inline image
+
+
+async def test_messages_with_megabytes_of_untyped_data_round_trip(backend) -> None:
+    # Inline images in content blocks and large artifacts have no typed place the store
+    # bounds by its payload limit; they must not be refused with PayloadTooLarge.
+    large = [
+        HumanMessage(content=[{"type": "image_url", "image_url": {"url": _IMAGE}}]),
+        AIMessage(
+            content="",
+            tool_calls=[{"name": "snap", "args": {}, "id": "call_big", "type": "tool_call"}],
+        ),
+        ToolMessage(content="ok", tool_call_id="call_big", artifact={"png": _IMAGE}),
+    ]
+    with backend.sync_store() as store:
+        history = ThreadkeepChatMessageHistory("large", store=store)
+        history.add_messages(large)
+        assert history.messages == large
+        chat = store.find_chat("langchain", "large")
+        assert chat is not None
+        stored = store.list_messages(chat.chat_id, limit=10).items
+        assert stored[-1].role is Role.TOOL
+        assert stored[-1].tool_call_ref == "call_big"  # still linked to its call
+
+
 async def test_an_async_store_serves_the_async_methods_only(tmp_path) -> None:
     import threadkeep
 

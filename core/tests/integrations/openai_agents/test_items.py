@@ -240,6 +240,41 @@ async def test_every_kind_round_trips_through_each_backend(backend) -> None:
         assert len(stored) == len(ITEMS) - 1
 
 
+_SCREENSHOT = "data:image/png;base64," + "iVBORw0KGgo" * 200_000  # 2.2 MB, as computer use sends
+LARGE_ITEMS = [
+    {"role": "user", "content": [{"type": "input_image", "image_url": _SCREENSHOT}]},
+    {"type": "computer_call", "call_id": "cu_1", "action": {"type": "screenshot"}},
+    {
+        "type": "computer_call_output",
+        "call_id": "cu_1",
+        "output": {"type": "computer_screenshot", "image_url": _SCREENSHOT},
+    },
+    {"type": "function_call", "call_id": "f_1", "name": "snap", "arguments": "{}"},
+    {
+        "type": "function_call_output",
+        "call_id": "f_1",
+        "output": [{"type": "input_image", "image_url": _SCREENSHOT}],
+    },
+]
+
+
+async def test_items_with_megabytes_of_untyped_data_round_trip(backend) -> None:
+    # A screenshot's data URL has no typed place a store bounds by its payload limit: the
+    # SDK's own sessions store it, so this one must too (not PayloadTooLarge).
+    with backend.sync_store() as store:
+        session = ThreadkeepSession("large", store=store)
+        await session.add_items(copy.deepcopy(LARGE_ITEMS))
+        assert await session.get_items() == LARGE_ITEMS
+        assert await session.pop_item() == LARGE_ITEMS[-1]
+        chat = store.find_chat("openai-agents", "large")
+        assert chat is not None
+        stored = store.list_messages(chat.chat_id, limit=10).items
+        output = stored[-2]  # the computer_call_output: still linked to its call
+        assert output.role is Role.TOOL
+        assert output.tool_call_ref == "cu_1"
+        assert [c.agui_id for c in stored[-3].tool_calls] == ["cu_1"]
+
+
 async def test_clear_session_starts_over_and_keeps_history(backend) -> None:
     with backend.sync_store() as store:
         session = ThreadkeepSession("clear", store=store)

@@ -156,6 +156,30 @@ async def test_saved_and_loaded_on_each_backend(backend) -> None:
         )
 
 
+async def test_messages_with_megabytes_of_untyped_data_round_trip(backend) -> None:
+    # An inline BinaryContent or a large tool return has no typed place the store bounds by
+    # its payload limit; such messages must not be refused with PayloadTooLarge.
+    image = BinaryContent(data=b"\x89PNG" * 400_000, media_type="image/png")  # 1.6 MB
+    large: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart(content=["look", image], timestamp=T)], timestamp=T),
+        ModelRequest(
+            parts=[
+                ToolReturnPart(
+                    tool_name="snap",
+                    content={"png": "A" * 2_000_000},
+                    tool_call_id="c",
+                    timestamp=T,
+                )
+            ],
+            timestamp=T,
+        ),
+    ]
+    with backend.sync_store() as store:
+        history = ThreadkeepMessageHistory("large", store=store)
+        await history.save(large)
+        assert _json(await history.load()) == _json(large)
+
+
 def test_bad_input_is_a_typed_error() -> None:
     history = ThreadkeepMessageHistory("s", store="memory://")
     with pytest.raises(InvalidArgument):

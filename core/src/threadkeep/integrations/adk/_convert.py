@@ -7,7 +7,9 @@ An event is one message: ``agui_id`` is the event id; text parts are the ``conte
 answered call's id. The whole event (``model_dump(mode="json")``) rides in
 ``metadata["adk"]["event"]``, so an event read back equals the one appended (model_dump
 equality), whatever of it has no typed home in threadkeep (author, invocation id, actions,
-grounding and usage metadata, bytes as base64, ...).
+grounding and usage metadata, bytes as base64, ...). An event with more than the store's
+1 MiB beside the payload (inline image bytes) is kept as JSON text in ``content`` instead,
+bounded by ``max_message_bytes``; its role, tool calls and ``tool_call_ref`` stay typed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 from google.adk.events.event import Event
 
 from threadkeep import Message, Role, ToolCall
+
+from .._sizes import fits_beside_payload
 
 __all__ = ["METADATA_KEY", "event_timestamp", "event_to_message", "message_to_event"]
 
@@ -55,20 +59,24 @@ def event_to_message(event: Event, *, keep_id: bool = True) -> Message:
     role = Role.USER if event.author == "user" else Role.ASSISTANT
     if answered:
         role = Role.TOOL
-    return Message(
+    dumped = event.model_dump(mode="json", exclude_none=True, fallback=str)
+    about: dict[str, Any] = {"author": event.author, "invocation_id": event.invocation_id}
+    about["timestamp"] = event.timestamp
+    message = Message(
         role=role,
         agui_id=(event.id or None) if keep_id else None,
         content=text,
         tool_calls=calls,
         tool_call_ref=answered[0] if answered else None,
-        metadata={
-            METADATA_KEY: {
-                "event": event.model_dump(mode="json", exclude_none=True, fallback=str),
-                "author": event.author,
-                "invocation_id": event.invocation_id,
-                "timestamp": event.timestamp,
-            }
-        },
+        metadata={METADATA_KEY: {"event": dumped, **about}},
+    )
+    if fits_beside_payload(message):
+        return message
+    # An event with megabytes of inline data (an image's bytes): the event as JSON text in
+    # content, the payload (bounded by max_message_bytes, not the 1 MiB beside it).
+    text = json.dumps(dumped, ensure_ascii=False)
+    return message.model_copy(
+        update={"content": text, "metadata": {METADATA_KEY: {"event_json": True, **about}}}
     )
 
 
@@ -83,6 +91,8 @@ def message_to_event(message: Message) -> Event | None:
         no ADK event (a boundary, or a message another client appended to the chat).
     """
     kept: Any = message.metadata.get(METADATA_KEY)
+    if isinstance(kept, dict) and kept.get("event_json") is True:
+        return Event.model_validate_json(message.content)
     if not isinstance(kept, dict) or not isinstance(kept.get("event"), dict):
         return None
     return Event.model_validate(kept["event"])

@@ -10,6 +10,10 @@ What maps is stored typed: the role (human -> ``user``, ai -> ``assistant``, sys
 ``artifact``...) is kept under ``metadata["langchain"]``. Every encoded message is decoded
 before it is stored; if that does not give back an equal message, the whole serialized
 message is kept instead, so the round trip is exact for any message class LangChain can load.
+A message whose untyped part is large (an inline image's data URL in content blocks, a big
+``artifact``), over the store's 1 MiB beside the payload, is kept whole as JSON text in
+``content`` (bounded by ``max_message_bytes``), its role, tool calls and ``tool_call_ref``
+still typed.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from langchain_core.messages import (
 from pydantic import ValidationError
 
 from threadkeep import Message, MessageStatus, Role, ToolCall
+
+from .._sizes import fits_beside_payload
 
 __all__ = ["METADATA_KEY", "from_threadkeep", "to_threadkeep"]
 
@@ -106,13 +112,28 @@ def to_threadkeep(message: BaseMessage) -> Message:
         rest = {k: v for k, v in data.items() if k not in consumed}
         meta = {"type": message.type, "rest": rest}
         stored = Message(**fields, metadata={METADATA_KEY: meta})
-        if from_threadkeep(stored) == [message] and type(from_threadkeep(stored)[0]) is type(
-            message
+        if (
+            from_threadkeep(stored) == [message]
+            and type(from_threadkeep(stored)[0]) is type(message)
+            and fits_beside_payload(stored)
         ):
             return stored
     except (ValidationError, TypeError, KeyError, ValueError):
         fields = {"role": _role(message), "content": message.text}
-    return Message(**fields, metadata={METADATA_KEY: {"message": message_to_dict(message)}})
+    whole = Message(**fields, metadata={METADATA_KEY: {"message": message_to_dict(message)}})
+    return whole if fits_beside_payload(whole) else _as_json(message, whole)
+
+
+def _as_json(message: BaseMessage, whole: Message) -> Message:
+    """The message as JSON text in ``content`` (the payload), for one too large for metadata.
+
+    Its role, tool calls and ``tool_call_ref`` stay typed, so calls still link to results.
+    """
+    try:
+        text = json.dumps(message_to_dict(message), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # no JSON form: the store names what is wrong on append
+        return whole
+    return whole.model_copy(update={"content": text, "metadata": {METADATA_KEY: {"json": True}}})
 
 
 def _decode(message: Message, meta: dict[str, Any]) -> BaseMessage:
@@ -178,4 +199,6 @@ def from_threadkeep(message: Message) -> list[BaseMessage]:
         return _foreign(message)
     if "message" in meta:
         return messages_from_dict([meta["message"]])
+    if meta.get("json") is True:
+        return messages_from_dict([json.loads(message.content)])
     return [_decode(message, meta)]

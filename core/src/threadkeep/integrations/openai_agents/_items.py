@@ -10,6 +10,10 @@ else of the item (ids, statuses, annotations, unknown fields, whole unknown item
 is kept under ``metadata["openai_agents"]``. Every encoded message is decoded again before
 it is stored; if that would not give back an equal item (a shape this module does not
 know), the whole item is kept in metadata instead, so the round trip is exact for any item.
+An item whose untyped part is large (a screenshot's data URL in a ``computer_call_output``,
+an inline image over the store's 1 MiB beside the payload) is kept whole as JSON text in
+``content`` (the payload, bounded by ``max_message_bytes``); an output keeps its
+``tool_call_ref``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from threadkeep import (
     Role,
     ToolCall,
 )
+
+from .._sizes import fits_beside_payload
 
 __all__ = ["METADATA_KEY", "item_to_message", "message_to_items"]
 
@@ -227,12 +233,29 @@ def item_to_message(item: Mapping[str, Any]) -> Message:
             fields, consumed, meta = encoder(item)
             rest = {k: v for k, v in item.items() if k not in consumed}
             message = Message(**fields, metadata={METADATA_KEY: {**meta, "rest": rest}})
-            if message_to_items(message) == [dict(item)]:
+            if message_to_items(message) == [dict(item)] and fits_beside_payload(message):
                 return message
         except (_Untyped, ValidationError, TypeError, KeyError):
             pass
-    role = Role.TOOL if "call_id" in item and "output" in item else Role.ASSISTANT
-    return Message(role=role, metadata={METADATA_KEY: {"item": dict(item)}})
+    return _whole(item)
+
+
+def _whole(item: Mapping[str, Any]) -> Message:
+    """The item kept whole: in metadata, or as JSON text in ``content`` when it is large."""
+    call_ref = item.get("call_id") if "output" in item else None
+    role = Role.TOOL if isinstance(call_ref, str) else Role.ASSISTANT
+    if role is Role.ASSISTANT and _ROLES.get(str(item.get("role"))) is not None:
+        role = _ROLES[str(item["role"])]
+    message = Message(role=role, metadata={METADATA_KEY: {"item": dict(item)}})
+    if fits_beside_payload(message):
+        return message
+    try:  # bounded by max_message_bytes (16 MiB by default), not by the 1 MiB envelope
+        text = json.dumps(item, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):  # no JSON form: the store names what is wrong on append
+        return message
+    return Message(
+        role=role, content=text, tool_call_ref=call_ref, metadata={METADATA_KEY: {"json": True}}
+    )
 
 
 # -- decoding --------------------------------------------------------------------------------
@@ -307,4 +330,6 @@ def message_to_items(message: Message) -> list[dict[str, Any]]:
         return [] if message.role is Role.REASONING else _foreign_items(message)
     if "item" in meta:
         return [dict(meta["item"])]
+    if meta.get("json") is True:
+        return [json.loads(message.content)]
     return [_decode(message, meta)]

@@ -10,7 +10,9 @@ result is its own ``tool`` message linked to its call: ``SystemPromptPart`` -> `
 ``UserPromptPart`` -> ``user``, ``ToolReturnPart`` / ``RetryPromptPart`` of a tool -> ``tool``
 with ``tool_call_ref``; the request's own fields ride on its first part's message. Whatever
 has no typed place is kept under ``metadata["pydantic_ai"]``; an encoding that would not
-decode to the same JSON keeps the whole message there instead.
+decode to the same JSON keeps the whole message there instead, and one whose untyped part is
+over the store's 1 MiB beside the payload (an inline ``BinaryContent``, a large tool return)
+is kept whole as JSON text in ``content`` (bounded by ``max_message_bytes``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 from threadkeep import Message, Reasoning, Role, ToolCall
+
+from .._sizes import fits_beside_payload
 
 __all__ = ["METADATA_KEY", "from_threadkeep", "to_threadkeep"]
 
@@ -158,11 +162,24 @@ def to_threadkeep(messages: Sequence[ModelMessage]) -> list[Message]:
     stored: list[Message] = []
     for data in _dump(messages):
         encoded = _encode(data)
-        if _decode_all(encoded) != [data]:
-            role = Role.ASSISTANT if data.get("kind") == "response" else Role.USER
-            encoded = [Message(role=role, metadata={METADATA_KEY: {"message": data}})]
+        if _decode_all(encoded) != [data] or not all(map(fits_beside_payload, encoded)):
+            encoded = [_whole(data)]
         stored += encoded
     return stored
+
+
+def _whole(data: dict[str, Any]) -> Message:
+    """The message kept whole: in metadata, or as JSON text in ``content`` when it is large.
+
+    ``content`` is the payload, bounded by ``max_message_bytes`` rather than by the 1 MiB a
+    message holds beside it (an inline image's base64, a large tool return).
+    """
+    role = Role.ASSISTANT if data.get("kind") == "response" else Role.USER
+    whole = Message(role=role, metadata={METADATA_KEY: {"message": data}})
+    if fits_beside_payload(whole):
+        return whole
+    text = json.dumps(data, ensure_ascii=False)  # JSON-mode data: always has a JSON form
+    return Message(role=role, content=text, metadata={METADATA_KEY: {"json": True}})
 
 
 def _decode_all(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -174,6 +191,8 @@ def _decode_all(messages: Sequence[Message]) -> list[dict[str, Any]]:
             continue
         if "message" in meta:
             decoded.append(meta["message"])
+        elif meta.get("json") is True:
+            decoded.append(json.loads(message.content))
         elif "response" in meta:
             decoded.append(_decode_response(message, meta))
         elif "request" in meta:

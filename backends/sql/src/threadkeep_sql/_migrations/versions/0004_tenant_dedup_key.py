@@ -76,14 +76,18 @@ _PG_PLAIN_KEY = (
 """The tenant-less key of the chats with a tenant (the downgrade)."""
 
 _SQLITE_GUARD = (
-    "CREATE TEMP TABLE threadkeep_0004_guard (tenant_chats INTEGER CHECK (tenant_chats = 0))",
-    "INSERT INTO threadkeep_0004_guard SELECT count(*) FROM chats WHERE tenant_id IS NOT NULL",
-    "DROP TABLE threadkeep_0004_guard",
+    "CREATE TEMP TRIGGER threadkeep_0004_guard BEFORE UPDATE ON threadkeep_alembic_version "
+    "WHEN (SELECT count(*) FROM chats WHERE tenant_id IS NOT NULL) > 0 "
+    "BEGIN SELECT RAISE(ABORT, 'chats have a tenant_id: SQLite cannot rekey them in SQL; "
+    "upgrade with threadkeep migrate (not --sql)'); END",
 )
 """Offline SQLite (``--sql``): SQLite has no SHA-256, so the printed script cannot rekey.
 
-It refuses instead (a CHECK violation) when a chat has a tenant; run ``threadkeep migrate``
-online then. A database without tenant chats needs no rekeying and passes.
+It refuses instead when a chat has a tenant: a temporary trigger (gone with the
+connection) aborts the script's version bump, so the database stays at 0003 also when the
+runner goes on past a failing statement (the ``sqlite3`` shell without ``-bail``); run
+``threadkeep migrate`` online then. A database without tenant chats needs no rekeying and
+passes.
 """
 
 

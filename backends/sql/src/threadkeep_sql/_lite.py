@@ -1,0 +1,111 @@
+"""SQLite: a whole operation on the connection's thread, in one hop.
+
+aiosqlite runs every call of a connection on that connection's own thread and hands the
+result back to the event loop; through SQLAlchemy each statement costs several of those
+hand-offs (cursor, execute, fetch, close, plus ``BEGIN`` and ``COMMIT``), and on a loaded
+machine each one waits for the thread to be scheduled and for the GIL. The hot paths
+(append, page, chat previews) instead run one plain function on the thread
+(:func:`run_on_thread`) that executes every statement of the operation with the
+``sqlite3`` connection directly, inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` for writes.
+
+The statements are still the driver's SQLAlchemy Core statements, compiled once for the
+SQLite dialect (:class:`~threadkeep_sql._runner.RawStatement`: ``?`` placeholders, the
+column types' bind and result processors), so values are stored exactly as on the
+SQLAlchemy path. The function returns plain rows; models are built back on the event loop
+(where a ``corrupt_records="skip"`` read collects damaged rows).
+
+The hop goes through ``aiosqlite.Connection._execute`` (the method every public aiosqlite
+call uses; there is no public way to run a function on the connection's thread).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+
+from threadkeep._shielding import finish
+
+from ._engine import Database
+from ._runner import Compiled
+
+__all__ = ["LiteOps", "run_on_thread"]
+
+T = TypeVar("T")
+Row = Sequence[Any]
+Params = Mapping[str, Any]
+
+
+class LiteOps:
+    """The driver's statements on a ``sqlite3`` connection (used on its own thread only)."""
+
+    def __init__(self, conn: sqlite3.Connection, compiled: Compiled) -> None:
+        self._conn = conn
+        self._compiled = compiled
+
+    def all(self, stmt: sa.Executable, params: Params) -> Sequence[Row]:
+        """Return every row, result processors applied."""
+        raw = self._compiled.get(stmt)
+        return raw.rows(self._conn.execute(raw.sql, raw.args(params)).fetchall())
+
+    def first(self, stmt: sa.Executable, params: Params) -> Row | None:
+        """Return the first row, or ``None``."""
+        raw = self._compiled.get(stmt)
+        record = self._conn.execute(raw.sql, raw.args(params)).fetchone()
+        return None if record is None else raw.row(record)
+
+    def scalar(self, stmt: sa.Executable, params: Params) -> Any:
+        """Return the first column of the first row, or ``None``."""
+        row = self.first(stmt, params)
+        return None if row is None else row[0]
+
+    def execute_many(self, stmt: sa.Executable, rows: Sequence[Params]) -> None:
+        """Run a write statement once per parameter set (``executemany``)."""
+        raw = self._compiled.get(stmt)
+        self._conn.executemany(raw.sql, [raw.args(row) for row in rows])
+
+
+def _whole(fn: Callable[[LiteOps], T], conn: sqlite3.Connection, ops: LiteOps, write: bool) -> T:
+    """Run ``fn`` (on the connection's thread); a write inside one ``BEGIN IMMEDIATE``."""
+    if not write:
+        return fn(ops)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(ops)
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+async def run_on_thread(db: Database, fn: Callable[[LiteOps], T], *, write: bool) -> T:
+    """Run ``fn`` with a pooled SQLite connection, on that connection's thread, in one hop.
+
+    Args:
+        db: A SQLite database.
+        fn: Runs every statement of one operation through the :class:`LiteOps` it is
+            given; it must not touch the event loop (it runs on another thread).
+        write: Whether ``fn`` writes: it then runs inside ``BEGIN IMMEDIATE`` (committed
+            when it returns, rolled back when it raises) under the store's writer lock,
+            and to its end even if the caller is cancelled meanwhile.
+
+    Returns:
+        What ``fn`` returned.
+
+    Raises:
+        ThreadkeepError: What ``fn`` raised, or the mapped ``sqlite3`` error
+            (``map_native_errors``).
+    """
+    async with db.sqlite_driver(write=write) as driver:
+        compiled = db.sqlite_compiled
+        conn: sqlite3.Connection = driver._conn
+        call = driver._execute(_whole, fn, conn, LiteOps(conn, compiled), write)
+        if write:
+            result: T = await finish(call)
+        else:
+            result = await call
+        return result

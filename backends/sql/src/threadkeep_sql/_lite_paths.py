@@ -1,0 +1,125 @@
+"""SQLite hot paths in one thread hop each: the append and the unfiltered page.
+
+The same statements and the same steps as ``MessagesMixin`` on SQLite (lock the chat's
+row with ``BEGIN IMMEDIATE``, look up ``agui_id``s, insert, bump the chat; or the page,
+then whether the chat is hot when it is empty), run by :func:`threadkeep_sql._lite.run_on_thread`
+as one function on the connection's thread instead of one hand-off per statement.
+PostgreSQL and filtered pages take the ``MessagesMixin`` paths unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import partial
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+
+from threadkeep import IdempotencyConflict, Message, MessageFilter, PreparedMessage
+
+from ._base import message_values, ref_values
+from ._lite import LiteOps, run_on_thread
+from ._messages import (
+    _BUMP_CHAT,
+    _IS_HOT,
+    _LOCK_HOT_CHAT,
+    _NO_FILTER,
+    _NO_SEQ,
+    _PAGE,
+    MessagesMixin,
+)
+from ._schema import MESSAGE_COLUMNS, message_refs, messages
+
+__all__ = ["LiteMixin"]
+
+_m = messages.c
+_BY_AGUI = sa.select(*MESSAGE_COLUMNS).where(
+    _m.chat_id == sa.bindparam("chat_id"), _m.agui_id == sa.bindparam("agui_id")
+)
+_INSERT_MESSAGES = sa.insert(messages)
+_INSERT_REFS = sa.insert(message_refs)
+
+_Outcome = tuple[int, Sequence[Any] | None]
+"""Per appended item: ``(seq, None)`` when inserted, ``(-1, stored row)`` when already stored."""
+
+
+def _append(
+    ops: LiteOps, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+) -> list[_Outcome] | None:
+    """The whole append inside ``BEGIN IMMEDIATE`` (on the connection's thread)."""
+    next_seq = ops.scalar(_LOCK_HOT_CHAT, {"chat_id": chat_id})
+    if next_seq is None:
+        return None
+    outcomes: list[_Outcome] = []
+    rows: list[dict[str, Any]] = []
+    refs: list[dict[str, Any]] = []
+    for item in items:
+        agui_id = item.message.agui_id
+        stored = None  # Store.append_messages never sends two items with one agui_id
+        if agui_id is not None:
+            stored = ops.first(_BY_AGUI, {"chat_id": chat_id, "agui_id": agui_id})
+        if stored is not None:
+            if stored[7] != item.fingerprint:
+                raise IdempotencyConflict(
+                    f"agui_id {agui_id!r} is stored in chat {chat_id} "
+                    f"(seq {stored[1]}) with a different payload; nothing was written"
+                )
+            outcomes.append((-1, stored))
+            continue
+        rows.append(message_values(item, chat_id, next_seq, now))
+        refs += ref_values(item.message, chat_id, next_seq)
+        outcomes.append((next_seq, None))
+        next_seq += 1
+    if rows:
+        ops.execute_many(_INSERT_MESSAGES, rows)
+        if refs:
+            ops.execute_many(_INSERT_REFS, refs)
+        ops.execute_many(_BUMP_CHAT, [{"b_chat_id": chat_id, "b_next_seq": next_seq, "now": now}])
+    return outcomes
+
+
+def _page(ops: LiteOps, params: dict[str, Any]) -> Sequence[Sequence[Any]] | None:
+    """The newest-first page, and ``None`` when it is empty because the chat is not hot."""
+    rows = ops.all(_PAGE, params)
+    if not rows and not ops.scalar(_IS_HOT, {"chat_id": params["chat_id"]}):
+        return None
+    return rows
+
+
+class LiteMixin(MessagesMixin):
+    """``_insert_messages`` and unfiltered ``_page_messages`` on SQLite in one hop each."""
+
+    async def _insert_messages(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        if self._db.dialect != "sqlite":
+            return await super()._insert_messages(chat_id, messages, now)
+        work = partial(_append, chat_id=chat_id, items=messages, now=now)
+        outcomes = await run_on_thread(self._db, work, write=True)
+        if outcomes is None:
+            return None
+        return [
+            (self._new(item, chat_id, seq, now), True)
+            if row is None
+            else (self._message_row(row), False)
+            for item, (seq, row) in zip(messages, outcomes, strict=True)
+        ]
+
+    async def _page_messages(
+        self,
+        chat_id: UUID,
+        message_filter: MessageFilter,
+        before_seq: int | None,
+        limit: int,
+    ) -> list[Message] | None:
+        if self._db.dialect != "sqlite" or message_filter != _NO_FILTER:
+            return await super()._page_messages(chat_id, message_filter, before_seq, limit)
+        params = {
+            "chat_id": chat_id,
+            "before": _NO_SEQ if before_seq is None else before_seq,
+            "limit": limit,
+        }
+        rows = await run_on_thread(self._db, partial(_page, params=params), write=False)
+        return None if rows is None else self._message_rows(rows)
