@@ -82,7 +82,7 @@ class BrokenStore(MemoryStore):
 """
 
 FOREIGN_CURSORS = """
-import base64, json
+import base64, json, struct
 
 class BrokenStore(MemoryStore):
     # Reads the position out of any cursor without checking signature or scope.
@@ -91,8 +91,10 @@ class BrokenStore(MemoryStore):
             return None
         try:
             body = cursor.split(".")[0]
-            payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-            return int(payload["p"])
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            if "." not in cursor:  # version 2: version, scope digest, position, MAC
+                return struct.unpack(">q", raw[17:25])[0]
+            return int(json.loads(raw)["p"])
         except Exception as exc:
             raise InvalidCursor("unreadable cursor") from exc
 """

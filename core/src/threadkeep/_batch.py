@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 from uuid import UUID
 
-from ._content import STORE_ASSIGNED_MESSAGE_FIELDS, PreparedMessage, message_fingerprint
+from ._content import PreparedMessage
+from ._encode import fingerprint_of
 from ._errors import IdempotencyConflict
 from ._models import Message
 
@@ -29,7 +30,7 @@ def fingerprint(message: Message) -> str:
 
     Two messages sent with one ``agui_id`` are "the same" when their fingerprints match:
     store-assigned fields (``seq``, ``revision``, timestamps, ...) and ids the client did not
-    choose do not count (:func:`threadkeep._content.message_fingerprint`). For a message
+    choose do not count (computed in one pass with the body, ``threadkeep._encode``). For a message
     about to be written, ``PreparedMessage.fingerprint`` is this value already.
 
     Args:
@@ -42,10 +43,7 @@ def fingerprint(message: Message) -> str:
         pydantic_core.PydanticSerializationError: If an undeclared extra field holds a
             value with no JSON form (``Store.prepare`` refuses such a message first).
     """
-    data = message.model_dump(
-        mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
-    )
-    return message_fingerprint(data)
+    return fingerprint_of(message)
 
 
 def idempotency_conflict(chat_id: UUID, agui_id: str | None) -> IdempotencyConflict:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from ._errors import InvalidArgument, InvalidContent, PayloadTooLarge
-from ._models import Message
+from ._models import ChatStatus, Message, MessageKind, MessageStatus, Role, Share
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -31,7 +31,9 @@ __all__ = [
     "PreparedMessage",
     "check_content",
     "check_finite",
+    "check_payload_size",
     "dump_json",
+    "envelope_problem",
     "json_data",
     "load_json",
     "message_envelope_bytes",
@@ -192,8 +194,13 @@ _NON_FINITE = "is NaN or infinite, which has no JSON form and cannot be stored e
     "store null, a string or a finite number instead"
 )
 _REPLACE = "replace it (for example with U+FFFD) before writing"
-_CLEAN_TYPES = frozenset({int, bool, type(None), UUID, datetime})
-"""Types that can hold neither a surrogate nor a non-finite float (checked by ``type is``)."""
+_CLEAN_TYPES = frozenset(
+    {int, bool, type(None), UUID, datetime, Role, MessageStatus, MessageKind, ChatStatus, Share}
+)
+"""Types that can hold neither a surrogate nor a non-finite float (checked by ``type is``).
+
+threadkeep's own enums are among them: their values are fixed ASCII words.
+"""
 
 
 def _content_problem(value: Any, depth: int = 0) -> tuple[list[object], str] | None:
@@ -404,8 +411,42 @@ class PreparedMessage:
     fingerprint: str
 
 
+def check_payload_size(message: Message, max_message_bytes: int) -> None:
+    """Refuse a message whose payload is over ``max_message_bytes``.
+
+    Raises:
+        PayloadTooLarge: If :func:`message_payload_bytes` exceeds ``max_message_bytes``.
+    """
+    size = message_payload_bytes(message)
+    if size > max_message_bytes:
+        msg = (
+            f"message payload (content, tool-call arguments and results, reasoning) is "
+            f"{size} bytes of UTF-8, over this store's max_message_bytes of "
+            f"{max_message_bytes}; split it or store the data elsewhere and link it"
+        )
+        raise PayloadTooLarge(msg)
+
+
+def envelope_problem(data: dict[str, Any]) -> None:
+    """Refuse a message body (JSON data) whose envelope is over the allowance.
+
+    Raises:
+        PayloadTooLarge: If :func:`message_envelope_bytes` of ``data`` exceeds
+            :data:`ENVELOPE_ALLOWANCE_BYTES`.
+    """
+    envelope = message_envelope_bytes(data)
+    if envelope > ENVELOPE_ALLOWANCE_BYTES:
+        msg = (
+            f"message metadata, parts, ids and other fields take {envelope} bytes of "
+            f"JSON, over the {ENVELOPE_ALLOWANCE_BYTES} bytes a message may hold beside "
+            "its payload; move large data into content (or store it elsewhere and link "
+            "it)"
+        )
+        raise PayloadTooLarge(msg)
+
+
 def prepare_message(message: Message, max_message_bytes: int) -> PreparedMessage:
-    """Check a message and encode its body.
+    """Check a message and encode its body: :func:`threadkeep._encode.encode_message`.
 
     Args:
         message: The message to write (any ``Message`` subclass).
@@ -421,28 +462,6 @@ def prepare_message(message: Message, max_message_bytes: int) -> PreparedMessage
             rest of the message exceeds :data:`ENVELOPE_ALLOWANCE_BYTES`
             (:func:`message_envelope_bytes`).
     """
-    size = message_payload_bytes(message)
-    if size > max_message_bytes:
-        msg = (
-            f"message payload (content, tool-call arguments and results, reasoning) is "
-            f"{size} bytes of UTF-8, over this store's max_message_bytes of "
-            f"{max_message_bytes}; split it or store the data elsewhere and link it"
-        )
-        raise PayloadTooLarge(msg)
-    # serialize_as_any: a ToolCall/Reasoning subclass instance keeps its own fields.
-    data = json_data(
-        message, "message", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
-    )
-    body = dump_json(data)
-    # The envelope is at most the body: only a body that could be over it is measured.
-    if len(body) * 4 > ENVELOPE_ALLOWANCE_BYTES:
-        envelope = message_envelope_bytes(data)
-        if envelope > ENVELOPE_ALLOWANCE_BYTES:
-            msg = (
-                f"message metadata, parts, ids and other fields take {envelope} bytes of "
-                f"JSON, over the {ENVELOPE_ALLOWANCE_BYTES} bytes a message may hold beside "
-                "its payload; move large data into content (or store it elsewhere and link "
-                "it)"
-            )
-            raise PayloadTooLarge(msg)
-    return PreparedMessage(message=message, body=body, fingerprint=message_fingerprint(data))
+    from ._encode import encode_message  # _encode builds on this module: imported here
+
+    return encode_message(message, max_message_bytes)

@@ -16,11 +16,12 @@ from types import NoneType, UnionType
 from typing import Any, TypeVar, Union, get_args, get_origin
 from uuid import UUID
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import SchemaValidator, core_schema
 
 from ._clock import as_utc
 from ._content import STORE_ASSIGNED_MESSAGE_FIELDS
-from ._models import Message, UTCDateTime
+from ._models import Message, MessageKind, UTCDateTime
 
 __all__ = ["MESSAGE_COLUMNS", "MESSAGE_ROW", "from_json", "page_from_json"]
 
@@ -113,8 +114,47 @@ def from_json(
 
 
 @functools.cache
-def _list_adapter(model: type[BaseModel]) -> TypeAdapter[list[Any]]:
-    return TypeAdapter(list[model])  # type: ignore[valid-type]
+def _page_validator(model: type[BaseModel]) -> tuple[SchemaValidator, bool]:
+    """One compiled validator of ``list[model]`` and whether its boundary rule is left out.
+
+    A ``Message`` model whose only model validator is threadkeep's own boundary rule (the
+    ``function-after`` around its model schema) gets the validator of the model schema
+    alone: the rule, a Python call per row from Rust, is then checked over the whole page
+    by :func:`_boundaries_match` instead. Any other model keeps its whole schema.
+    """
+    schema: Any = model.__pydantic_core_schema__
+    inner = schema.get("schema") if schema.get("type") == "function-after" else None
+    plain = (
+        issubclass(model, Message)
+        and len(model.__pydantic_decorators__.model_validators) == 1
+        and isinstance(inner, dict)
+        and inner.get("type") == "model"
+        and inner.get("cls") is model
+    )
+    return SchemaValidator(core_schema.list_schema(inner if plain else schema)), plain
+
+
+def _boundaries_match(records: Sequence[Any]) -> bool:
+    """``Message``'s boundary rule for every record: ``kind`` is boundary iff ``boundary``."""
+    boundary = MessageKind.BOUNDARY
+    return all((r.kind is boundary) is (r.boundary is not None) for r in records)
+
+
+def _validated(model: type[R], bodies: Sequence[str]) -> list[R] | None:
+    """The bodies validated as ``model``, or ``None`` if any is damaged (for the slow path)."""
+    try:
+        if sum(map(len, bodies)) <= _JOIN_LIMIT:
+            validator, unchecked = _page_validator(model)
+            records: list[R] = validator.validate_json("[" + ",".join(bodies) + "]")
+            if unchecked and not _boundaries_match(records):
+                return None  # the row-by-row path reports the damaged row
+        else:  # no second copy of large bodies
+            records = [model.model_validate_json(body) for body in bodies]
+    except (ValidationError, RecursionError):
+        return None
+    if len(records) != len(bodies):  # a damaged body like '{..},{..}' split in the array
+        return None
+    return records
 
 
 def page_from_json(
@@ -144,14 +184,8 @@ def page_from_json(
             checked.append(tuple(None if value is None else as_utc(value) for value in column))
         else:
             checked.append(column)
-    try:
-        if sum(map(len, bodies)) <= _JOIN_LIMIT:
-            records = _list_adapter(model).validate_json("[" + ",".join(bodies) + "]")
-        else:  # no second copy of large bodies
-            records = [model.model_validate_json(body) for body in bodies]
-    except (ValidationError, RecursionError):
-        return None
-    if len(records) != len(rows):  # a damaged body like '{..},{..}' split in the array
+    records = _validated(model, bodies)
+    if records is None:
         return None
     for record, values in zip(records, zip(*checked, strict=True), strict=True):
         record.__dict__.update(zip(names, values, strict=True))

@@ -11,22 +11,20 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from ._batch import fingerprint as stored_fingerprint
 from ._capabilities import Capabilities
 from ._clock import Clock, as_utc, system_clock
 from ._content import (
     DEFAULT_MAX_MESSAGE_BYTES,
-    STORE_ASSIGNED_MESSAGE_FIELDS,
     PreparedMessage,
     dump_json,
     json_data,
     load_json,
-    prepare_message,
     validate_model,
 )
 from ._corrupt import CorruptRecordsPolicy, Unreadable, check_policy, rebuilt, rebuilt_each
 from ._cursor import CursorCodec
 from ._driver import DriverPrimitives, check_capabilities
+from ._encode import encode_message, fingerprint_of, message_body_of
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
 from ._models import Chat, Message
 from ._paging import MAX_PAGE_LIMIT
@@ -210,7 +208,7 @@ class StoreCore(DriverPrimitives):
     # -- helpers for drivers -------------------------------------------------------------
 
     def prepare(self, message: Message) -> PreparedMessage:
-        """Check and encode a message with this store's limits (see ``prepare_message``).
+        """Check and encode a message with this store's limits (see ``encode_message``).
 
         Args:
             message: The message to write.
@@ -223,7 +221,7 @@ class StoreCore(DriverPrimitives):
             PayloadTooLarge: If the payload is over ``max_message_bytes`` (UTF-8 bytes of
                 text, not of JSON) or the rest over ``ENVELOPE_ALLOWANCE_BYTES``.
         """
-        return prepare_message(message, self.max_message_bytes)
+        return encode_message(message, self.max_message_bytes)
 
     def message_from_row(
         self,
@@ -326,11 +324,7 @@ class StoreCore(DriverPrimitives):
         Raises:
             InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
         """
-        return dump_json(
-            message.model_dump(
-                mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS), serialize_as_any=True
-            )
-        )
+        return message_body_of(message)
 
     @staticmethod
     def fingerprint(message: Message) -> str:
@@ -346,7 +340,7 @@ class StoreCore(DriverPrimitives):
             pydantic_core.PydanticSerializationError: If an undeclared extra field holds a
                 value with no JSON form (``prepare`` refuses such a message first).
         """
-        return stored_fingerprint(message)
+        return fingerprint_of(message)
 
     @staticmethod
     def record_body(record: BaseModel) -> str:
