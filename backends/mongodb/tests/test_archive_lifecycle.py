@@ -1,30 +1,27 @@
 """Cold archiving end to end on MongoDB: the hot store here, a ``file://`` archive beside it.
 
-Runs the core's :class:`threadkeep.testing_archive_lifecycle.ArchiveLifecycleContract`
+Runs :class:`threadkeep_contract_tests.ArchiveLifecycleContract`
 (archive, read back, rehydrate, idempotent re-runs, crashes after each step, erasure).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from threadkeep import FileArchive, Store
-from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
+from threadkeep_contract_tests import ArchiveLifecycleContract
 
 
 class TestMongoWithFileArchive(ArchiveLifecycleContract):
     """``threadkeep-mongodb`` archiving into a local directory."""
 
     @pytest.fixture
-    async def store(self, make_store: Any) -> AsyncIterator[Store]:
-        async with make_store() as opened:
-            yield opened
+    def store_factory(self, make_store: Callable[..., Store]) -> Callable[..., Store]:
+        return make_store
 
     @pytest.fixture
-    async def archive(self, tmp_path: Path) -> AsyncIterator[FileArchive]:
-        async with FileArchive(f"file://{tmp_path / 'archive'}") as opened:
-            yield opened
+    def archive_factory(self, tmp_path: Path) -> Callable[..., FileArchive]:
+        return lambda **options: FileArchive(f"file://{tmp_path / 'archive'}", **options)

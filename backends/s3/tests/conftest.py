@@ -9,7 +9,7 @@ what it wrote.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from uuid import uuid4
 
 import pytest
@@ -26,6 +26,22 @@ def s3_url() -> str:
     """A fresh ``s3://bucket/prefix/<random>`` root for one test."""
     base = require_service(S3_ENV, "S3")
     return f"{base.rstrip('/')}/tests-{uuid4().hex}"
+
+
+@pytest.fixture
+async def archive_factory(s3_url: str) -> AsyncIterator[Callable[..., S3Archive]]:
+    """``(**options) -> S3Archive`` on an empty prefix; its objects are removed afterwards."""
+    yield lambda **options: S3Archive(s3_url, **options)
+    async with S3Archive(s3_url) as opened:
+        async for info in opened.list():
+            await opened.delete(info.key)
+
+
+@pytest.fixture
+def store_factory() -> Callable[..., Store]:
+    """``(**options) -> Store``: a private in-memory hot store, the same one per test."""
+    url = f"memory://s3-tests-{uuid4().hex}"
+    return lambda **options: open_store(url, **options)
 
 
 @pytest.fixture

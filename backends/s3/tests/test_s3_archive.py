@@ -14,8 +14,7 @@ from threadkeep import (
     open_archiver,
     open_store,
 )
-from threadkeep.testing_archive import ArchiveStoreContract
-from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
+from threadkeep_contract_tests import ArchiveLifecycleContract, ArchiveStoreContract
 from threadkeep_s3 import PART_SIZE, S3Archive
 
 

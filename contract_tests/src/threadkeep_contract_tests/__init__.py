@@ -51,6 +51,9 @@ outcomes that ``python -m threadkeep_contract_tests.matrix`` turns into
 ``docs/capabilities.md``. The state machine alone: :mod:`threadkeep_contract_tests.stateful`.
 """
 
+from ._archive_base import ArchiveFactory
+from ._archive_lifecycle import ArchiveLifecycleContract
+from ._archive_store import ArchiveStoreContract
 from ._base import StoreFactory, require_capability
 from ._contract import StoreContract
 from ._corrupt_rows import DAMAGED_BODIES, DAMAGED_TIMESTAMP, DAMAGES
@@ -61,6 +64,9 @@ from ._services import require_service
 __version__ = "0.1.0"
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_plugin.py checks
+    "ArchiveFactory",
+    "ArchiveLifecycleContract",
+    "ArchiveStoreContract",
     "BackDoor",
     "DAMAGED_BODIES",
     "DAMAGED_TIMESTAMP",

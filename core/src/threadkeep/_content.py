@@ -39,7 +39,6 @@ __all__ = [
     "message_envelope_bytes",
     "message_fingerprint",
     "message_payload_bytes",
-    "prepare_message",
     "validate_model",
 ]
 
@@ -443,25 +442,3 @@ def envelope_problem(data: dict[str, Any]) -> None:
             "it)"
         )
         raise PayloadTooLarge(msg)
-
-
-def prepare_message(message: Message, max_message_bytes: int) -> PreparedMessage:
-    """Check a message and encode its body: :func:`threadkeep._encode.encode_message`.
-
-    Args:
-        message: The message to write (any ``Message`` subclass).
-        max_message_bytes: The store's limit on :func:`message_payload_bytes`.
-
-    Returns:
-        The prepared message.
-
-    Raises:
-        InvalidContent: If any string or key holds a lone surrogate, a float is NaN or
-            infinite, or a value has no JSON form (the message names the field).
-        PayloadTooLarge: If the payload exceeds ``max_message_bytes`` (UTF-8 bytes), or the
-            rest of the message exceeds :data:`ENVELOPE_ALLOWANCE_BYTES`
-            (:func:`message_envelope_bytes`).
-    """
-    from ._encode import encode_message  # _encode builds on this module: imported here
-
-    return encode_message(message, max_message_bytes)

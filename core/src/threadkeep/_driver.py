@@ -23,22 +23,29 @@ from datetime import datetime
 from typing import Any, ClassVar, Literal
 from uuid import UUID
 
-from ._content import STORE_ASSIGNED_MESSAGE_FIELDS, PreparedMessage, message_fingerprint
-from ._errors import CapabilityNotSupported, IdempotencyConflict
-from ._models import Chat, ChatStatus, Message
+from ._batch import fingerprint, resolve_batch
+from ._content import PreparedMessage
+from ._errors import CapabilityNotSupported
+from ._models import Chat, ChatStatus, Message, MessageKind
 from ._paging import ChatFilter, MessageFilter
 from ._runs import Run, Step
 from ._shielding import finish
 
-__all__ = ["STORE_WRITE_PRIMITIVES", "WRITE_PRIMITIVES", "DriverPrimitives", "NestedKind"]
+__all__ = [
+    "CAPABILITY_PRIMITIVES",
+    "STORE_WRITE_PRIMITIVES",
+    "WRITE_PRIMITIVES",
+    "DriverPrimitives",
+    "NestedKind",
+    "check_capabilities",
+    "unimplemented_primitives",
+]
 
 NestedKind = Literal["tool_call", "reasoning"]
 """Which nested list of a message a lookup searches."""
 
-
-def _fingerprint(message: Message) -> str:
-    body = message.model_dump(mode="json", exclude=set(STORE_ASSIGNED_MESSAGE_FIELDS))
-    return message_fingerprint(body)
+_BOUNDARIES = MessageFilter(kinds=frozenset({MessageKind.BOUNDARY}))
+_ANY_MESSAGE = MessageFilter()
 
 
 def _unsupported(capability: str) -> CapabilityNotSupported:
@@ -83,6 +90,78 @@ WRITE_PRIMITIVES = frozenset(
 
 ``_load_messages`` (the bulk path) is one: a load cancelled mid-batch on SQLite once left
 ``BEGIN IMMEDIATE`` held, and the next write failed ``database is locked`` (issue 12)."""
+
+
+CAPABILITY_PRIMITIVES: dict[str, tuple[str, ...]] = {
+    "steps": (
+        "_save_steps",
+        "_get_step",
+        "_steps_for_run",
+        "_steps_for_stack",
+        "_last_incomplete_step",
+        "_scan_steps",
+        "_delete_run_records",
+        "_insert_run",
+        "_get_run",
+        "_replace_run",
+        "_expired_runs",
+    ),
+    "archive": ("_scan_messages", "_delete_hot_messages", "_restore_messages"),
+}
+"""The primitives a driver must implement to declare each optional capability.
+
+A driver declaring both ``steps`` and ``archive`` also implements ``_delete_hot_steps`` and
+``_restore_steps`` (:data:`_ARCHIVED_STEPS`). What stays optional within a capability
+(``_index_archived_ids``/``_archived_chat_of``, ``_load_messages``, and the defaults that
+are correct but not atomic, ``_commit_run`` and ``_delete_archived_rows``) is not listed.
+"""
+
+_ARCHIVED_STEPS = ("_delete_hot_steps", "_restore_steps")
+
+
+def unimplemented_primitives(driver_class: type[DriverPrimitives]) -> list[str]:
+    """Return the primitives ``driver_class`` declares (by its capabilities) but does not define.
+
+    A primitive counts as defined when some class of the driver overrides the raising
+    default of :class:`DriverPrimitives`. An empty list means every declared capability
+    is backed by code: the declaration cannot drift from the implementation.
+
+    Args:
+        driver_class: A driver class (its class-level ``capabilities`` is read).
+
+    Returns:
+        The missing primitive names, in :data:`CAPABILITY_PRIMITIVES` order.
+    """
+    declared = getattr(driver_class, "capabilities", None)
+    needed: list[str] = []
+    for capability, names in CAPABILITY_PRIMITIVES.items():
+        if getattr(declared, capability, False):
+            needed += names
+    if getattr(declared, "steps", False) and getattr(declared, "archive", False):
+        needed += _ARCHIVED_STEPS
+    return [
+        name for name in needed if getattr(driver_class, name) is getattr(DriverPrimitives, name)
+    ]
+
+
+@functools.cache
+def check_capabilities(driver_class: type[DriverPrimitives]) -> None:
+    """Refuse a driver class whose declared capabilities lack their primitives.
+
+    Called once per class when its first store is built (``Store.__init__``).
+
+    Raises:
+        TypeError: Naming the class and each missing primitive (as Python refuses to
+            instantiate an abstract class).
+    """
+    missing = unimplemented_primitives(driver_class)
+    if missing:
+        msg = (
+            f"can't instantiate driver {driver_class.__name__}: its capabilities declare "
+            f"what it does not implement ({', '.join(missing)}); implement them or do not "
+            "declare the capability"
+        )
+        raise TypeError(msg)
 
 
 def _run_whole(
@@ -286,17 +365,30 @@ class DriverPrimitives(ABC):
     async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         """Return at most ``limit`` visible messages with ``seq > after_seq``, seq ASC."""
 
-    @abstractmethod
     async def _last_boundary(self, chat_id: UUID) -> Message | None:
-        """Return the visible message of kind ``boundary`` with the highest seq, or ``None``."""
+        """Return the visible message of kind ``boundary`` with the highest seq, or ``None``.
 
-    @abstractmethod
+        Derived: this default is one ``_page_messages`` of limit 1 on boundaries; a driver
+        overrides it only for a cheaper query.
+        """
+        page = await self._page_messages(chat_id, _BOUNDARIES, None, 1)
+        return page[0] if page else None
+
     async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
         """Map each live chat of ``chat_ids`` that has a visible message to its newest one.
 
         An archived chat has no hot messages, so it is left out (``Store`` does not
         rehydrate for previews).
+
+        Derived: this default is one ``_page_messages`` of limit 1 per chat; a driver
+        overrides it to read every chat's newest message in one round trip.
         """
+        found: dict[UUID, Message] = {}
+        for chat_id in chat_ids:
+            page = await self._page_messages(chat_id, _ANY_MESSAGE, None, 1)
+            if page:
+                found[chat_id] = page[0]
+        return found
 
     async def _page_chats_with_last(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
@@ -492,12 +584,13 @@ class DriverPrimitives(ABC):
         ``_insert_messages`` and ``_save_steps`` in turn: the same result without concurrent
         writers, but not atomic, and several writes.
         """
+        held: dict[str, tuple[str, Message]] = {}
         for item in messages:
             agui_id = item.message.agui_id
-            held = await self._get_message_by_agui_id(run.chat_id, agui_id) if agui_id else None
-            if held is not None and _fingerprint(held) != item.fingerprint:
-                msg = f"agui_id {agui_id!r} is stored in chat {run.chat_id} with another payload"
-                raise IdempotencyConflict(msg)
+            found = await self._get_message_by_agui_id(run.chat_id, agui_id) if agui_id else None
+            if agui_id is not None and found is not None:
+                held[agui_id] = (fingerprint(found), found)
+        resolve_batch(run.chat_id, messages, held.get)
         if expected_revision is None:
             if await self._get_run(run.chat_id, run.run_id) is not None:
                 return None

@@ -34,7 +34,7 @@ from ._content import (
 )
 from ._models import Message
 
-__all__ = ["encode_message", "fingerprint_of", "message_body_of"]
+__all__ = ["encode_message", "fingerprint_of", "message_body_of", "prepare_message"]
 
 _EXCLUDE = set(STORE_ASSIGNED_MESSAGE_FIELDS)  # never mutated; pydantic-core wants a set
 _ID_FIELDS = frozenset({"message_id", "tool_call_id", "reasoning_id"})
@@ -164,3 +164,23 @@ def fingerprint_of(message: Message) -> str:
         return _fingerprint(serialized[1])
     data = message.model_dump(mode="json", exclude=set(_EXCLUDE), serialize_as_any=True)
     return message_fingerprint(data)
+
+
+def prepare_message(message: Message, max_message_bytes: int) -> PreparedMessage:
+    """Check a message and encode its body: :func:`encode_message` (the importers' name).
+
+    Args:
+        message: The message to write (any ``Message`` subclass).
+        max_message_bytes: The store's limit on :func:`message_payload_bytes`.
+
+    Returns:
+        The prepared message.
+
+    Raises:
+        InvalidContent: If any string or key holds a lone surrogate, a float is NaN or
+            infinite, or a value has no JSON form (the message names the field).
+        PayloadTooLarge: If the payload exceeds ``max_message_bytes`` (UTF-8 bytes), or the
+            rest of the message exceeds :data:`ENVELOPE_ALLOWANCE_BYTES`
+            (:func:`message_envelope_bytes`).
+    """
+    return encode_message(message, max_message_bytes)

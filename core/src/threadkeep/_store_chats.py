@@ -171,7 +171,11 @@ class ChatOps(StoreCore):
         return await self._insert_chat(chat)
 
     async def get_chat(
-        self, chat_id: UUID | str, *, viewer: Viewer | Mapping[str, Any] | None = None
+        self,
+        chat_id: UUID | str,
+        *,
+        viewer: Viewer | Mapping[str, Any] | None = None,
+        include_deleted: bool = False,
     ) -> Chat:
         """Return a live chat (active or archived).
 
@@ -179,21 +183,27 @@ class ChatOps(StoreCore):
             chat_id: The chat (a ``UUID`` or its text form).
             viewer: When given (a :class:`Viewer` or a mapping of its fields), the chat
                 must be visible to this viewer (:func:`chat_visible_to`).
+            include_deleted: ``True`` (an operator's read): a soft-deleted chat is
+                returned too, with its ``deleted_at`` set, as ``restore_chat`` can bring
+                it back; a purged chat is still not found.
 
         Returns:
             The chat as stored (an archived chat is not rehydrated).
 
         Raises:
-            ChatNotFound: If the chat does not exist, is deleted, or is not visible to
-                ``viewer``.
-            InvalidArgument: If ``chat_id`` is not an id or ``viewer`` does not validate.
+            ChatNotFound: If the chat does not exist, is deleted (unless
+                ``include_deleted``), or is not visible to ``viewer``.
+            InvalidArgument: If ``chat_id`` is not an id, ``viewer`` does not validate or
+                ``include_deleted`` is not a ``bool``.
             BackendUnavailable: If the backend fails.
         """
         self._require_open()
         chat_id = as_id(chat_id, "chat_id")
         seen_by = None if viewer is None else as_model(Viewer, viewer, "viewer")
+        if not isinstance(include_deleted, bool):
+            raise InvalidArgument(f"include_deleted must be a bool, not {include_deleted!r}")
         chat = await self._get_chat(chat_id)
-        if chat is None or chat.deleted_at is not None:
+        if chat is None or (chat.deleted_at is not None and not include_deleted):
             raise ChatNotFound(f"no live chat {chat_id}")
         if seen_by is not None and not chat_visible_to(chat, seen_by):
             raise ChatNotFound(f"no live chat {chat_id} visible to user {seen_by.user_id!r}")
@@ -452,7 +462,7 @@ class ChatOps(StoreCore):
 
         The bundle goes first so that a failure leaves the hot chat (and its
         ``archive_ref``) in place for a retry, never an unreachable object. A rehydrated
-        chat keeps its ref (``_archive/_tiered.py``): its bundle holds copies of rows that
+        chat keeps its ref (``_store_tiering.py``): its bundle holds copies of rows that
         are hot again, so the bundle's rows count under ``"archive"`` only beyond what the
         hot store removed (each record once).
         """
@@ -471,7 +481,7 @@ class ChatOps(StoreCore):
         """
         if not chat.archive_ref:
             return {"bundles": 0, "messages": 0, "steps": 0}
-        from ._archive._tiered import erase_bundle
+        from ._store_tiering import erase_bundle
 
         return await erase_bundle(chat)
 
@@ -511,13 +521,13 @@ class ChatOps(StoreCore):
 
         Opens the archive driver that the chat's ``archive_ref`` names (no configuration
         needed), restores from the bundle and flips the chat to active
-        (``threadkeep._archive._tiered.rehydrate``; docs/archive.md, "Tiered reads").
+        (``threadkeep._store_tiering.rehydrate``; docs/archive.md, "Tiered reads").
 
         Raises:
             UnknownDriver: If the archive driver the ref names is not installed.
             ArchiveIntegrityError: If the bundle does not match its ref.
             BackendUnavailable / ArchiveError: If the archive fails; retry.
         """
-        from ._archive._tiered import rehydrate
+        from ._store_tiering import rehydrate
 
         return await rehydrate(self, chat)

@@ -23,7 +23,7 @@ from ._content import (
 )
 from ._corrupt import CorruptRecordsPolicy, Unreadable, check_policy, rebuilt, rebuilt_each
 from ._cursor import CursorCodec
-from ._driver import DriverPrimitives
+from ._driver import DriverPrimitives, check_capabilities
 from ._encode import encode_message, fingerprint_of, message_body_of
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
 from ._models import Chat, Message
@@ -59,6 +59,7 @@ class StoreCore(DriverPrimitives):
         corrupt_records: CorruptRecordsPolicy = "raise",
         **unknown: Any,
     ) -> None:
+        check_capabilities(type(self))
         check_store_options(
             type(self),
             unknown,

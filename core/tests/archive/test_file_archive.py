@@ -19,8 +19,7 @@ from threadkeep import (
     Store,
     open_archiver,
 )
-from threadkeep.testing_archive import ArchiveStoreContract
-from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
+from threadkeep_contract_tests import ArchiveLifecycleContract, ArchiveStoreContract
 
 
 class TestFileArchive(ArchiveStoreContract):

@@ -8,19 +8,19 @@ test gets a fresh schema and a fresh key prefix, both removed afterwards.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
 from threadkeep import Store, open_store
-from threadkeep._archive._tiered import open_archive
-from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
+from threadkeep_contract_tests import ArchiveLifecycleContract
 
 pytest.importorskip("threadkeep_sql", reason="threadkeep-sql is not installed")
 pytest.importorskip("threadkeep_s3", reason="threadkeep-s3 is not installed")
 
 from threadkeep_contract_tests import require_service
+from threadkeep_s3 import S3Archive
 from threadkeep_sql.testing import temporary_schema
 
 
@@ -28,19 +28,17 @@ class TestPostgresWithS3Archive(ArchiveLifecycleContract):
     """``threadkeep-sql`` on PostgreSQL archiving into S3 (SeaweedFS in CI)."""
 
     @pytest.fixture
-    async def store(self) -> AsyncIterator[Store]:
+    async def store_factory(self) -> AsyncIterator[Callable[..., Store]]:
         server = require_service("THREADKEEP_TEST_POSTGRES_URL", "PostgreSQL")
-        async with temporary_schema(server, prefix="tk_arch") as url, open_store(url) as opened:
-            yield opened
+        async with temporary_schema(server, prefix="tk_arch") as url:
+            yield lambda **options: open_store(url, **options)
 
     @pytest.fixture
-    async def archive(self) -> AsyncIterator[Any]:
+    async def archive_factory(self) -> AsyncIterator[Callable[..., Any]]:
         root = (
             f"{require_service('THREADKEEP_TEST_S3_URL', 'S3').rstrip('/')}/pg-{uuid.uuid4().hex}"
         )
-        async with open_archive(root) as opened:
-            try:
-                yield opened
-            finally:
-                async for info in opened.list():
-                    await opened.delete(info.key)
+        yield lambda **options: S3Archive(root, **options)
+        async with S3Archive(root) as opened:
+            async for info in opened.list():
+                await opened.delete(info.key)

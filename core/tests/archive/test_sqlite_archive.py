@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from threadkeep import Store, open_store
-from threadkeep.testing_archive_lifecycle import ArchiveLifecycleContract
+from threadkeep_contract_tests import ArchiveLifecycleContract
 
 pytest.importorskip("threadkeep_sql", reason="threadkeep-sql is not installed")
 
@@ -17,6 +17,6 @@ class TestSqliteWithFileArchive(ArchiveLifecycleContract):
     """``threadkeep-sql`` on SQLite archiving into a local directory."""
 
     @pytest.fixture
-    async def store(self, tmp_path: Path) -> AsyncIterator[Store]:
-        async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'hot.db'}") as opened:
-            yield opened
+    def store_factory(self, tmp_path: Path) -> Callable[..., Store]:
+        url = f"sqlite+aiosqlite:///{tmp_path / 'hot.db'}"
+        return lambda **options: open_store(url, **options)

@@ -21,7 +21,7 @@ from uuid import UUID
 import pytest
 
 from threadkeep import ChatFilter, ChatStatus, Store, open_store
-from threadkeep._archive._tiered import open_archive
+from threadkeep._store_tiering import open_archive
 from threadkeep_contract_tests import require_realdata, require_service
 from threadkeep_sql.testing import create_schema, drop_schema
 

@@ -19,7 +19,6 @@ from threadkeep import (
     Conflict,
     Message,
     MessageFilter,
-    MessageKind,
     NestedKind,
     PreparedMessage,
     skip_damaged,
@@ -42,8 +41,6 @@ from ._reads import Visible, batched, is_hidden
 from .emulator import ConflictError, Event, EventPatch, NotFoundError, Session
 
 __all__ = ["MessagePrimitives"]
-
-_BOUNDARY_ONLY = MessageFilter(kinds=frozenset({MessageKind.BOUNDARY}))
 
 
 def _types_for(message_filter: MessageFilter) -> tuple[str, ...]:
@@ -99,18 +96,6 @@ class MessagePrimitives(AppendPrimitives):
             found += await self._materialize(session_id, chat_id, visible)
             if len(found) >= limit:
                 return found[:limit]
-        return found
-
-    async def _last_boundary(self, chat_id: UUID) -> Message | None:
-        page = await self._page_messages(chat_id, _BOUNDARY_ONLY, None, 1)
-        return page[0] if page else None
-
-    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        found: dict[UUID, Message] = {}
-        for chat_id in chat_ids:
-            page = await self._page_messages(chat_id, MessageFilter(), None, 1)
-            if page:
-                found[chat_id] = page[0]
         return found
 
     # -- by id ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from threadkeep._plugins import lazy_exports
+from threadkeep.driver import lazy_exports
 
 if TYPE_CHECKING:
     from ._store import MongoStore

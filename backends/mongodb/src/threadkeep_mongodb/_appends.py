@@ -10,6 +10,7 @@ strictly increasing in commit order, and a batch is all or nothing.
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
 from collections.abc import Sequence
 from datetime import datetime
@@ -20,6 +21,7 @@ from pymongo import ReturnDocument
 from pymongo.errors import PyMongoError
 
 from threadkeep import IdempotencyConflict, Message, PreparedMessage
+from threadkeep.driver import resolve_batch
 
 from ._base import MongoBase, Rollback, Session
 from ._codec import Document, message_fields, split_body, to_us
@@ -30,11 +32,9 @@ __all__ = ["MongoAppendsMixin"]
 _APPEND_ATTEMPTS = 3
 
 
-def _conflict(chat_id: UUID, agui_id: str | None) -> IdempotencyConflict:
-    return IdempotencyConflict(
-        f"agui_id {agui_id!r} is stored in chat {chat_id} with a different payload; use a new "
-        "agui_id, or update_message to change it"
-    )
+def _held(stored: dict[str | None, Document], agui_id: str) -> tuple[str, Document] | None:
+    doc = stored.get(agui_id)
+    return None if doc is None else (doc["fingerprint"], doc)
 
 
 class MongoAppendsMixin(MongoBase):
@@ -85,13 +85,13 @@ class MongoAppendsMixin(MongoBase):
         session: Session,
     ) -> list[tuple[Message, bool]] | None:
         stored = await self._stored_by_agui(chat_id, messages, session)
-        for item in messages:
-            doc = stored.get(item.message.agui_id)
-            if doc is not None and doc["fingerprint"] != item.fingerprint:
-                # A missing chat wins over the conflict, as in the reference driver.
-                if await self._reserve(chat_id, 0, now, session) is None:
-                    raise Rollback(None)
-                raise _conflict(chat_id, item.message.agui_id)
+        try:
+            resolve_batch(chat_id, messages, functools.partial(_held, stored))
+        except IdempotencyConflict:
+            # A missing chat wins over the conflict, as in the reference driver.
+            if await self._reserve(chat_id, 0, now, session) is None:
+                raise Rollback(None) from None
+            raise
         fresh = [m for m in messages if m.message.agui_id not in stored]
         chat = await self._reserve(chat_id, len(fresh), now, session)
         if chat is None:
@@ -108,9 +108,9 @@ class MongoAppendsMixin(MongoBase):
         by_agui = {m.agui_id: m for m in existing}
         results: list[tuple[Message, bool]] = []
         for item in messages:
-            doc = new_docs.get(item.message.message_id)
-            if doc is not None and item.message.agui_id not in stored:
-                results.append((self._message_from_doc(doc, item.body), True))
+            created = new_docs.get(item.message.message_id)
+            if created is not None and item.message.agui_id not in stored:
+                results.append((self._message_from_doc(created, item.body), True))
             else:
                 results.append((by_agui[item.message.agui_id], False))
         return results

@@ -24,8 +24,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from threadkeep import BackendUnavailable, Chat, Message, rebuilt_each
-from threadkeep._store_core import StoreCore
+from threadkeep import BackendUnavailable, Chat, Message, Store, rebuilt_each
 
 from ._codec import Document, join_chunks, required, stored_time
 from ._errors import TRANSIENT_LABEL, UNKNOWN_COMMIT_LABEL
@@ -128,7 +127,7 @@ async def _abort(session: AsyncClientSession) -> None:
             await session.abort_transaction()
 
 
-class MongoBase(StoreCore):
+class MongoBase(Store):
     """Connection state and the helpers the chat, message, run and archive parts share."""
 
     shield_writes = True  # a cancelled write commits or aborts whole (issue 12)

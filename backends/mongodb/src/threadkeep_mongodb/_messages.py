@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from threadkeep import Message, MessageFilter, MessageKind, NestedKind
+from threadkeep import Message, MessageFilter, NestedKind
 
 from ._base import MongoBase
 from ._codec import Document
@@ -24,7 +24,6 @@ __all__ = ["MongoMessagesMixin"]
 _NESTED_LIST = {"tool_call": "tool_calls", "reasoning": "reasonings"}
 _NESTED_ID = {"tool_call": "tool_calls.tool_call_id", "reasoning": "reasonings.reasoning_id"}
 _HOLDERS_READ = 16
-_BOUNDARIES = MessageFilter(kinds=frozenset({MessageKind.BOUNDARY}))
 
 
 class MongoMessagesMixin(MongoBase):
@@ -85,10 +84,6 @@ class MongoMessagesMixin(MongoBase):
         with map_errors("read messages"):
             docs = await self._hot_and_docs(chat_id, query, 1, limit, chat="live")
             return [] if docs is None else await self._messages_from_docs(docs)
-
-    async def _last_boundary(self, chat_id: UUID) -> Message | None:
-        page = await self._page_messages(chat_id, _BOUNDARIES, None, 1)
-        return page[0] if page else None
 
     async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
         """One aggregation: each live, hot chat joined with its newest visible message.

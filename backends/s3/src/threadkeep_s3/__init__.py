@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from threadkeep._plugins import lazy_exports
+from threadkeep.driver import lazy_exports
 
 if TYPE_CHECKING:
     from ._archive import PART_SIZE, S3Archive

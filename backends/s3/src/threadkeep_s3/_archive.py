@@ -12,7 +12,7 @@ from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
 from aiobotocore.session import get_session  # type: ignore[import-untyped]
 
 from threadkeep import InvalidArgument, ObjectInfo
-from threadkeep._archive._objects import check_key
+from threadkeep.driver import check_key
 
 from ._errors import map_s3_errors
 

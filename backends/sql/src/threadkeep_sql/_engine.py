@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from sqlalchemy.pool import StaticPool
 
 from threadkeep import InvalidArgument, ThreadkeepError
-from threadkeep._shielding import complete, enter_whole, finish
+from threadkeep.driver import complete, enter_whole, finish
 
 from ._errors import map_native_errors
 from ._replica import ReadRouter

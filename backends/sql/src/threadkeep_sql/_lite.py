@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from threadkeep._shielding import finish
+from threadkeep.driver import finish
 
 from ._engine import Database
 from ._runner import Compiled

@@ -30,7 +30,8 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from threadkeep import CapabilityNotSupported, IdempotencyConflict, PreparedMessage
+from threadkeep import CapabilityNotSupported, PreparedMessage
+from threadkeep.driver import resolve_batch
 
 from ._base import message_values, ref_values
 from ._messages import _BUMP_CHAT, MessagesMixin
@@ -77,14 +78,6 @@ def _key(value: str | None) -> str | None:
     return None if value is None else escape_key(value)
 
 
-def _conflict(chat_id: UUID, agui_id: str, seq: int) -> IdempotencyConflict:
-    return IdempotencyConflict(
-        f"agui_id {agui_id!r} is stored in chat {chat_id} (seq {seq}) with a different "
-        "payload; nothing of this batch was written (use a new agui_id, or update_message "
-        "to change it)"
-    )
-
-
 def _plan(
     chat_id: UUID,
     items: Sequence[PreparedMessage],
@@ -97,14 +90,8 @@ def _plan(
         IdempotencyConflict: If a stored ``agui_id`` has another fingerprint.
     """
     seqs: list[int | None] = []
-    for item in items:
-        agui_id = item.message.agui_id
-        found = None if agui_id is None else present.get(agui_id)
-        if found is not None:
-            fingerprint, stored_seq = found
-            if fingerprint != item.fingerprint:
-                assert agui_id is not None
-                raise _conflict(chat_id, agui_id, stored_seq)
+    for stored_seq in resolve_batch(chat_id, items, present.get):
+        if stored_seq is not None:
             seqs.append(None)
             continue
         seqs.append(next_seq)

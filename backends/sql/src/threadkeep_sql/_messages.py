@@ -12,7 +12,6 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadkeep import (
-    IdempotencyConflict,
     Message,
     MessageFilter,
     MessageKind,
@@ -20,6 +19,7 @@ from threadkeep import (
     PreparedMessage,
     as_utc,
 )
+from threadkeep.driver import resolve_batch
 
 from ._base import SqlBase, message_values, ref_values
 from ._errors import is_unique_violation
@@ -287,16 +287,8 @@ class MessagesMixin(SqlBase):
         results: list[tuple[Message, bool]] = []
         rows: list[dict[str, Any]] = []
         refs: list[dict[str, Any]] = []
-        for item in items:
-            agui_id = item.message.agui_id
-            found = None if agui_id is None else existing.get(agui_id)
-            if found is not None:
-                fingerprint, stored = found
-                if fingerprint != item.fingerprint:
-                    raise IdempotencyConflict(
-                        f"agui_id {agui_id!r} is stored in chat {chat_id} "
-                        f"(seq {stored.seq}) with a different payload; nothing was written"
-                    )
+        for item, stored in zip(items, resolve_batch(chat_id, items, existing.get), strict=True):
+            if stored is not None:
                 results.append((stored, False))
                 continue
             rows.append(message_values(item, chat_id, next_seq, now))

@@ -43,9 +43,9 @@ from .._models import Chat, ChatStatus, Message
 from .._paging import ChatFilter
 from .._store import Store
 from .._store_args import as_count, as_cutoff
+from .._store_tiering import open_archive, rehydrate
 from ._bundle import FORMAT_VERSION, BundleStats, write_bundle
 from ._objects import ArchiveRef, ObjectInfo, bundle_key
-from ._tiered import open_archive, rehydrate
 
 __all__ = ["ArchiveResult", "Archiver"]
 

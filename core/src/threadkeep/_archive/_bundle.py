@@ -23,14 +23,16 @@ import hashlib
 import zlib
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from .._content import dump_json, load_json
 from .._errors import ArchiveIntegrityError
 from .._models import Chat, Message
 from .._runs import Step
-from .._store import Store
+
+if TYPE_CHECKING:
+    from .._store import Store
 
 __all__ = [
     "BATCH_BYTES",
@@ -75,14 +77,18 @@ def _next_limit(batch_bytes: int, count: int) -> int:
     return max(1, min(_MAX_SCAN, BATCH_BYTES // per_item))
 
 
+_Scan = Callable[..., Awaitable[Sequence[Any]]]
+"""``store.scan_messages`` or ``store.scan_steps``: ``(chat_id, *, after_seq, limit)``."""
+
+
 async def _batches(
-    scan: Callable[[UUID, int, int], Awaitable[Sequence[Any]]],
+    scan: _Scan,
     chat_id: UUID,
     encode: Callable[[Any], str],
 ) -> AsyncIterator[tuple[list[Any], list[str]]]:
     """Yield scanned batches with their encoded lines, sizing each scan to ~BATCH_BYTES."""
     after, limit = 0, _FIRST_SCAN
-    while batch := list(await scan(chat_id, after, limit)):
+    while batch := list(await scan(chat_id, after_seq=after, limit=limit)):
         lines = [encode(item) for item in batch]
         yield batch, lines
         if len(batch) < limit:
@@ -121,13 +127,13 @@ async def write_bundle(
 
     header = {"format": FORMAT_NAME, "version": FORMAT_VERSION}
     yield emit(dump_json({**header, "chat": chat.model_dump(mode="json")}))
-    async for batch, lines in _batches(store._scan_messages, chat.chat_id, _message_line):
+    async for batch, lines in _batches(store.scan_messages, chat.chat_id, _message_line):
         if on_messages is not None:
             await on_messages(batch)
         stats.messages += len(batch)
         yield b"".join(emit(line) for line in lines)
     if store.capabilities.steps:
-        async for steps, lines in _batches(store._scan_steps, chat.chat_id, _step_line):
+        async for steps, lines in _batches(store.scan_steps, chat.chat_id, _step_line):
             stats.steps += len(steps)
             yield b"".join(emit(line) for line in lines)
     yield emit(dump_json({"t": "end", "messages": stats.messages, "steps": stats.steps}))

@@ -9,8 +9,8 @@ from typing import Any
 from .._errors import InvalidArgument
 from .._settings import load_settings
 from .._store import Store
+from .._store_tiering import open_archive
 from ._archiver import Archiver
-from ._tiered import open_archive
 
 __all__ = ["open_archiver"]
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._boundary_rules import is_compaction
-from .._content import dump_json, prepare_message, validate_model
+from .._content import dump_json, validate_model
+from .._encode import prepare_message
 from .._errors import InvalidArgument
 from .._models import Boundary, Message
 from . import ImportReport, ProgressCallback

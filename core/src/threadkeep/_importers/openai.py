@@ -29,7 +29,8 @@ from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._content import prepare_message, validate_model
+from .._content import validate_model
+from .._encode import prepare_message
 from .._errors import InvalidArgument
 from .._models import Message, Role
 from . import ImportReport, ProgressCallback

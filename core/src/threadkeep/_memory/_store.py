@@ -9,14 +9,15 @@ from datetime import datetime
 from typing import Any, ClassVar
 from uuid import UUID
 
+from .._batch import resolve_batch
 from .._capabilities import Capabilities
 from .._content import PreparedMessage
 from .._corrupt import skip_damaged
 from .._dedup import chat_deduplication_key
 from .._driver import NestedKind
-from .._errors import Conflict, IdempotencyConflict
+from .._errors import Conflict
 from .._filters import chat_matches, message_matches
-from .._models import Chat, ChatStatus, Message, MessageKind
+from .._models import Chat, ChatStatus, Message
 from .._paging import ChatFilter, MessageFilter
 from .._store import Store
 from ._runs import MemoryRunsMixin
@@ -230,18 +231,15 @@ class MemoryStore(MemoryRunsMixin, Store):
         """``_insert_messages`` for a hot chat, the lock held; raises before writing."""
         state = self._state
         chat = state.chats[chat_id]
+
+        def stored(agui_id: str) -> tuple[str, MessageRow] | None:
+            seq = state.agui_index.get((chat_id, agui_id))
+            row = chat.messages.get(seq) if seq is not None else None
+            return None if row is None else (row.fingerprint, row)
+
         results: list[tuple[MessageRow, bool]] = []
-        for item in messages:
-            agui_id = item.message.agui_id
-            # `None` means "no client id": it must never match a message whose id is "".
-            seq = None if agui_id is None else state.agui_index.get((chat_id, agui_id))
-            existing = chat.messages.get(seq) if seq is not None else None
+        for item, existing in zip(messages, resolve_batch(chat_id, messages, stored), strict=True):
             if existing is not None:
-                if existing.fingerprint != item.fingerprint:
-                    raise IdempotencyConflict(
-                        f"agui_id {item.message.agui_id!r} is stored in chat {chat_id} "
-                        "with a different payload"
-                    )
                 results.append((existing, False))
             else:
                 results.append(
@@ -321,20 +319,6 @@ class MemoryStore(MemoryRunsMixin, Store):
 
     async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         return await self._scan_messages(chat_id, after_seq, limit, hidden=False)
-
-    async def _last_boundary(self, chat_id: UUID) -> Message | None:
-        page = await self._page_messages(
-            chat_id, MessageFilter(kinds=frozenset({MessageKind.BOUNDARY})), None, 1
-        )
-        return page[0] if page else None
-
-    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        found: dict[UUID, Message] = {}
-        for chat_id in chat_ids:
-            page = await self._page_messages(chat_id, MessageFilter(), None, 1)
-            if page:
-                found[chat_id] = page[0]
-        return found
 
     async def _hide_messages(
         self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime

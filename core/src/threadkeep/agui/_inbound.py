@@ -100,8 +100,10 @@ class _Known:
         after = 0
         try:
             while True:
-                # The archive primitive is the one read that includes hidden messages.
-                batch = await self.store._scan_messages(self.chat_id, after, _SCAN_PAGE)
+                # The one read that includes hidden messages (capability "archive").
+                batch = await self.store.scan_messages(
+                    self.chat_id, after_seq=after, limit=_SCAN_PAGE
+                )
                 for message in batch:
                     if message.deleted_at is not None:
                         self.add(message)

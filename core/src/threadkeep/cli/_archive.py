@@ -33,7 +33,7 @@ from ._app import (
     stderr_console,
     stdout_console,
 )
-from ._read import damaged_archive, missing_chat
+from ._read import chat_or_none, damaged_archive, missing_chat
 
 __all__ = ["archive", "parse_duration", "register", "restore"]
 
@@ -175,7 +175,7 @@ def restore(
 
     async def go() -> tuple[Chat | None, Chat]:
         async with opened_store(url) as store:
-            before = await store._get_chat(chat_id)  # a driver primitive: deleted included
+            before = await chat_or_none(store, chat_id)  # deleted included
             try:
                 return before, await store.restore_chat(chat_id)
             except ChatNotFound as exc:

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from .._archive import ArchiveRef
 from .._errors import ArchiveError, ArchiveIntegrityError, ChatNotFound
-from .._models import ChatStatus, MessageKind
+from .._models import Chat, ChatStatus, MessageKind
 from .._paging import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT, ChatFilter, MessageFilter, Page
 from .._registry import mask_url
 from .._store import Store
@@ -38,6 +38,7 @@ from ._app import (
 from ._render import chats_table, message_panel
 
 __all__ = [
+    "chat_or_none",
     "chats",
     "count_store",
     "damaged_archive",
@@ -87,6 +88,17 @@ def more_hint(command: list[str], page: Page[Any], *, url: str | None, limit: in
     return Text(line, style="dim")
 
 
+async def chat_or_none(store: Store, chat_id: UUID) -> Chat | None:
+    """Return the chat, soft-deleted or not (never rehydrated), or ``None`` if there is none.
+
+    An operator's read (``Store.get_chat(include_deleted=True)``) for the hints below.
+    """
+    try:
+        return await store.get_chat(chat_id, include_deleted=True)
+    except ChatNotFound:
+        return None
+
+
 async def missing_chat(store: Store, chat_id: UUID, exc: ChatNotFound) -> ChatNotFound:
     """Return ``exc`` with what to do: restore a soft-deleted chat; a purged one is gone.
 
@@ -99,7 +111,7 @@ async def missing_chat(store: Store, chat_id: UUID, exc: ChatNotFound) -> ChatNo
         A ``ChatNotFound`` (chained to ``exc``) whose message says whether the chat is
         soft-deleted (and the command that restores it) or unknown here (or purged).
     """
-    chat = await store._get_chat(chat_id)  # a driver primitive: deleted chats included
+    chat = await chat_or_none(store, chat_id)  # deleted chats included
     if chat is not None and chat.deleted_at is not None:
         when = chat.deleted_at.isoformat(timespec="seconds")
         msg = (
@@ -131,7 +143,7 @@ async def damaged_archive(
         chat stays archived and unreadable, and that the object must be restored from a
         backup (its SHA-256 is checked) before reading the chat again.
     """
-    chat = await store._get_chat(chat_id)  # a driver primitive: no restore attempted
+    chat = await chat_or_none(store, chat_id)  # get_chat never rehydrates
     where = "its archive bundle"
     if chat is not None and chat.archive_ref:
         with contextlib.suppress(ArchiveError):  # unparsable: the chat is named all the same

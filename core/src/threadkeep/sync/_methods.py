@@ -652,7 +652,11 @@ class SyncMethods:
         )
 
     def get_chat(
-        self, chat_id: UUID | str, *, viewer: Viewer | Mapping[str, Any] | None = None
+        self,
+        chat_id: UUID | str,
+        *,
+        viewer: Viewer | Mapping[str, Any] | None = None,
+        include_deleted: bool = False,
     ) -> Chat:
         """Return a live chat (active or archived).
 
@@ -660,17 +664,23 @@ class SyncMethods:
             chat_id: The chat (a ``UUID`` or its text form).
             viewer: When given (a :class:`Viewer` or a mapping of its fields), the chat
                 must be visible to this viewer (:func:`chat_visible_to`).
+            include_deleted: ``True`` (an operator's read): a soft-deleted chat is
+                returned too, with its ``deleted_at`` set, as ``restore_chat`` can bring
+                it back; a purged chat is still not found.
 
         Returns:
             The chat as stored (an archived chat is not rehydrated).
 
         Raises:
-            ChatNotFound: If the chat does not exist, is deleted, or is not visible to
-                ``viewer``.
-            InvalidArgument: If ``chat_id`` is not an id or ``viewer`` does not validate.
+            ChatNotFound: If the chat does not exist, is deleted (unless
+                ``include_deleted``), or is not visible to ``viewer``.
+            InvalidArgument: If ``chat_id`` is not an id, ``viewer`` does not validate or
+                ``include_deleted`` is not a ``bool``.
             BackendUnavailable: If the backend fails.
         """
-        return self._run(self._store.get_chat(chat_id, viewer=viewer))
+        return self._run(
+            self._store.get_chat(chat_id, viewer=viewer, include_deleted=include_deleted)
+        )
 
     def get_last_incomplete_step(self, chat_id: UUID | str) -> Step | None:
         """Return the chat's newest step that is not ``completed`` (where a resume starts).

@@ -23,11 +23,9 @@ from threadkeep import (
     Chat,
     ChatFilter,
     Conflict,
-    IdempotencyConflict,
     InvalidArgument,
     Message,
     MessageFilter,
-    MessageKind,
     NestedKind,
     PreparedMessage,
     Store,
@@ -36,6 +34,7 @@ from threadkeep import (
     message_matches,
     skip_damaged,
 )
+from threadkeep.driver import resolve_batch
 
 from ._log import Log, Record
 from ._tables import NESTED_LISTS, Row, Tables, identity
@@ -221,18 +220,14 @@ class JsonlStore(Store):
             results: list[tuple[Row, bool]] = []
             new_rows: list[Row] = []
             next_seq = self._tables.next_seq(chat_id)  # reserved: the lock is held until commit
-            for item in messages:
-                agui_id = item.message.agui_id
-                held_id = None if agui_id is None else self._tables.by_agui.get((chat_id, agui_id))
-                if held_id is None:
+            # The idempotency rule (raises before anything of the batch is written).
+            plan = resolve_batch(chat_id, messages, lambda agui: self._tables.held(chat_id, agui))
+            for item, held in zip(messages, plan, strict=True):
+                if held is None:
                     row = self._new_row(chat_id, next_seq + len(new_rows), item, now)
                     new_rows.append(row)
                     results.append((row, True))
                     continue
-                held = self._tables.messages[held_id]
-                if held["fingerprint"] != item.fingerprint:
-                    msg = f"agui_id {agui_id!r} is stored in chat {chat_id} with another payload"
-                    raise IdempotencyConflict(msg)  # before anything of the batch is written
                 results.append((held, False))
             if new_rows:
                 stamp = _iso(now)
@@ -302,19 +297,6 @@ class JsonlStore(Store):
                     if len(found) == limit:
                         break
             return found
-
-    async def _last_boundary(self, chat_id: UUID) -> Message | None:
-        boundaries = MessageFilter(kinds=frozenset({MessageKind.BOUNDARY}))
-        page = await self._page_messages(chat_id, boundaries, None, 1)
-        return page[0] if page else None
-
-    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
-        found: dict[UUID, Message] = {}
-        for chat_id in chat_ids:
-            page = await self._page_messages(chat_id, MessageFilter(), None, 1)
-            if page:
-                found[chat_id] = page[0]
-        return found
 
     async def _hide_messages(
         self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime

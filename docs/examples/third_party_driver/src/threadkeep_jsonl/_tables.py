@@ -128,6 +128,17 @@ class Tables:
         row = self.live_chat(chat_id)
         return row if row is not None and row["status"] != "archived" else None
 
+    def held(self, chat_id: UUID, agui_id: str) -> tuple[str, Row] | None:
+        """Return ``(fingerprint, row)`` of the chat's message with this ``agui_id``, or ``None``.
+
+        Hidden messages count: their ``agui_id`` stays taken.
+        """
+        message_id = self.by_agui.get((chat_id, agui_id))
+        if message_id is None:
+            return None
+        row = self.messages[message_id]
+        return row["fingerprint"], row
+
     def visible(self, message_id: UUID) -> Row | None:
         """Return the message's row unless it is hidden or its chat is deleted."""
         row = self.messages.get(message_id)

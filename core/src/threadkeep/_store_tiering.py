@@ -1,4 +1,4 @@
-"""Tiered reads: bring an archived chat back into the hot store, and erase bundles.
+"""The store's tiering component: bring an archived chat back into the hot store, and erase bundles.
 
 Choice (documented in ``docs/archive.md``): reading an archived chat rehydrates it. The
 chat's ``archive_ref`` names the bundle; :func:`open_archive` opens the archive driver that
@@ -16,12 +16,12 @@ from contextlib import asynccontextmanager
 from typing import Any
 from uuid import UUID
 
-from .._errors import ArchiveError, ArchiveIntegrityError, ChatNotFound, Conflict
-from .._models import Chat, ChatStatus
-from .._registry import archive_class_for
-from .._store_core import StoreCore
-from ._bundle import BundleReader
-from ._objects import ArchiveRef
+from ._archive._bundle import BundleReader
+from ._archive._objects import ArchiveRef
+from ._errors import ArchiveError, ArchiveIntegrityError, ChatNotFound, Conflict
+from ._models import Chat, ChatStatus
+from ._registry import archive_class_for
+from ._store_core import StoreCore
 
 __all__ = ["erase_bundle", "open_archive", "rehydrate", "restore_bundle"]
 

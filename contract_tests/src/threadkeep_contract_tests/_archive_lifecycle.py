@@ -1,10 +1,11 @@
 """Archiving end to end, as a reusable pytest base class (SPEC section 3, "Cold archive").
 
-Subclass :class:`ArchiveLifecycleContract` and provide two async fixtures: ``store`` (an
-open hot store whose driver declares ``archive``) and ``archive`` (an open archive store on
-an empty root). Every test checks what a user sees (pages, lookups by id, context) and what
-is stored, through each store's back door (the driver's scan primitives, the archive's
-listing).
+Subclass :class:`ArchiveLifecycleContract` and provide two fixtures (the convention of
+:mod:`._archive_base`): ``store_factory`` (unopened hot stores whose driver declares
+``archive``) and ``archive_factory`` (unopened archive stores on an empty root). Every test
+checks what a user sees (pages, lookups by id, context) and what is stored: the hot rows
+through ``scan_messages``/``scan_steps`` (hidden ones included), the archive through its
+listing.
 """
 
 from __future__ import annotations
@@ -16,18 +17,31 @@ from uuid import UUID
 
 import pytest
 
-from ._archive import Archiver
-from ._archive._objects import ArchiveRef
-from ._errors import ArchiveIntegrityError, BackendUnavailable, MessageNotFound
-from ._models import Chat, ChatStatus, Message, Reasoning, Role, ToolCall
-from ._runs import Step, StepStatus
-from ._store import Store
-from .testing_archive import FaultyArchive, InjectedFault, list_keys, read_object
+from threadkeep import (
+    ArchiveIntegrityError,
+    Archiver,
+    ArchiveRef,
+    BackendUnavailable,
+    Chat,
+    ChatNotFound,
+    ChatStatus,
+    Message,
+    MessageNotFound,
+    Reasoning,
+    Role,
+    Step,
+    StepStatus,
+    Store,
+    ToolCall,
+)
+from threadkeep.testing_archive import FaultyArchive, InjectedFault, list_keys, read_object
+
+from ._archive_base import LifecycleFixtures
 
 __all__ = ["STEPS", "ArchiveLifecycleContract", "CrashingArchiver", "SimulatedCrash"]
 
 STEPS = ("pending", "written", "verified", "flipped", "rows_deleted")
-"""The checkpoints of ``archive_chat``, in order (see ``threadkeep._archive._archiver``)."""
+"""The checkpoints of ``archive_chat``, in order (see ``Archiver.archive_chat``)."""
 
 
 class SimulatedCrash(Exception):
@@ -97,15 +111,30 @@ async def history(store: Store, chat_id: UUID, limit: int = 7) -> list[dict[str,
 
 async def hot_rows(store: Store, chat_id: UUID) -> int:
     """Messages (hidden ones too) and steps of the chat still in the hot store."""
-    count = len(await store._scan_messages(chat_id, 0, 100_000))
-    if store.capabilities.steps:
-        count += len(await store._scan_steps(chat_id, 0, 100_000))
+    count, after = 0, 0
+    while messages := await store.scan_messages(chat_id, after_seq=after, limit=1000):
+        count += len(messages)
+        after = messages[-1].seq or after
+    after = 0
+    while store.capabilities.steps and (
+        steps := await store.scan_steps(chat_id, after_seq=after, limit=1000)
+    ):
+        count += len(steps)
+        after = steps[-1].seq or after
     return count
+
+
+async def stored_chat(store: Store, chat_id: UUID) -> Chat | None:
+    """The chat as stored, deleted or not (never rehydrated), or ``None`` if there is none."""
+    try:
+        return await store.get_chat(chat_id, include_deleted=True)
+    except ChatNotFound:
+        return None
 
 
 async def assert_one_verified_object(store: Store, archive: Any, chat_id: UUID) -> None:
     """The chat is archived, has no hot rows, and exactly one object matches its ref."""
-    chat = await store._get_chat(chat_id)
+    chat = await stored_chat(store, chat_id)
     assert chat is not None
     assert chat.status is ChatStatus.ARCHIVED
     assert chat.archive_ref is not None
@@ -119,7 +148,7 @@ async def assert_one_verified_object(store: Store, archive: Any, chat_id: UUID) 
     assert await hot_rows(store, chat_id) == 0
 
 
-class ArchiveLifecycleContract:
+class ArchiveLifecycleContract(LifecycleFixtures):
     """``archive_chat``, tiered reads, policy, erasure and faults on a store + archive."""
 
     async def test_archive_then_read_everything_back(self, store: Store, archive: Any) -> None:
@@ -281,9 +310,10 @@ class ArchiveLifecycleContract:
         assert receipt.stores["hot"]["chats"] == 2
         assert receipt.stores["hot"]["messages"] == 7
         for chat in (archived, hot):
-            assert await store._get_chat(chat.chat_id) is None
+            assert await stored_chat(store, chat.chat_id) is None
             assert await hot_rows(store, chat.chat_id) == 0
-        assert await store._get_message(first_id) is None
+        with pytest.raises(MessageNotFound):
+            await store.get_message(first_id)
         assert await list_keys(archive) == [
             ArchiveRef.parse(str((await store.get_chat(other.chat_id)).archive_ref)).key
         ]
@@ -394,7 +424,7 @@ class ArchiveLifecycleContract:
 
 def _lend(monkeypatch: pytest.MonkeyPatch, archive: Any) -> None:
     """Make reads and erasure open ``archive`` (a fault wrapper) instead of the ref's URL."""
-    from ._archive import _tiered
+    from threadkeep import _store_tiering as _tiered  # where rehydration opens the archive
 
     monkeypatch.setattr(_tiered, "open_archive", lambda url, **options: _Borrowed(archive))
 
