@@ -21,7 +21,6 @@ from ._corrupt import collecting, window
 from ._errors import InvalidArgument
 from ._models import Chat, Message, MessageKind, MessageStatus, Role
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page
-from ._store_args import as_model
 from ._store_chats import page_of
 from ._store_core import StoreCore
 
@@ -147,16 +146,8 @@ class PreviewOps(StoreCore):
                 the store reads past damaged rows).
             BackendUnavailable: If the backend fails.
         """
-        self._require_open()
-        chat_filter = (
-            ChatFilter()
-            if chat_filter is None
-            else as_model(ChatFilter, chat_filter, "chat_filter")
-        )
-        size = self._page_limit(limit)
+        chat_filter, size, scope, before = self._chat_page_start(chat_filter, limit, cursor)
         chars = _check_chars(preview_chars)
-        scope = {"kind": "chats", "filter": chat_filter.model_dump(mode="json")}
-        before = self._decode_cursor(cursor, scope)
         with collecting(self.corrupt_records) as skipped:
             rows = await self._page_chats_with_last(chat_filter, before, size + 1)
         # A damaged newest message only loses its preview; damaged chats are page rows.

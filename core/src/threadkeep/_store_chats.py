@@ -372,15 +372,7 @@ class ChatOps(StoreCore):
             InvalidCursor: If the cursor is foreign, altered or for another filter.
             BackendUnavailable: If the backend fails.
         """
-        self._require_open()
-        chat_filter = (
-            ChatFilter()
-            if chat_filter is None
-            else as_model(ChatFilter, chat_filter, "chat_filter")
-        )
-        size = self._page_limit(limit)
-        scope = {"kind": "chats", "filter": chat_filter.model_dump(mode="json")}
-        before = self._decode_cursor(cursor, scope)
+        chat_filter, size, scope, before = self._chat_page_start(chat_filter, limit, cursor)
         with collecting(self.corrupt_records) as skipped:
             rows = await self._page_chats(chat_filter, before, size + 1)
         page, corrupt, has_more, last = window(rows, skipped, size, _seq)

@@ -27,10 +27,10 @@ from ._driver import DriverPrimitives, check_capabilities
 from ._encode import encode_message, fingerprint_of, message_body_of
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
 from ._models import Chat, Message
-from ._paging import MAX_PAGE_LIMIT
+from ._paging import MAX_PAGE_LIMIT, ChatFilter
 from ._rows import MESSAGE_COLUMNS, MESSAGE_ROW, from_json, page_from_json
 from ._schema_migrations import SchemaMigrations
-from ._store_args import as_count, check_store_options
+from ._store_args import as_count, as_model, check_store_options
 
 __all__ = ["Clock", "StoreCore", "as_utc", "system_clock"]
 
@@ -190,6 +190,21 @@ class StoreCore(DriverPrimitives):
         if limit < 1:
             raise InvalidArgument(f"limit must be at least 1 (got {limit}); the default is 50")
         return min(limit, MAX_PAGE_LIMIT)
+
+    def _chat_page_start(
+        self, chat_filter: ChatFilter | Mapping[str, Any] | None, limit: int, cursor: str | None
+    ) -> tuple[ChatFilter, int, dict[str, Any], int | None]:
+        # The arguments of every chat listing: the filter is the cursor's scope, so a cursor
+        # of ``list_chats`` serves ``list_chat_previews`` and back.
+        self._require_open()
+        checked = (
+            ChatFilter()
+            if chat_filter is None
+            else as_model(ChatFilter, chat_filter, "chat_filter")
+        )
+        size = self._page_limit(limit)
+        scope = {"kind": "chats", "filter": checked.model_dump(mode="json")}
+        return checked, size, scope, self._decode_cursor(cursor, scope)
 
     def _encode_cursor(self, scope: dict[str, Any], position: int) -> str:
         assert self._cursors is not None
