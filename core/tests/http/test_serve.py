@@ -116,3 +116,15 @@ def test_loopback_without_authenticator_prints_a_one_off_token(sqlite_url, token
         assert (
             httpx.get(path, headers={"Authorization": f"Bearer {token('ops')}"}).status_code == 401
         )
+
+
+def test_max_body_bytes_caps_request_bodies(sqlite_url, token, secret):
+    env = _env(THREADKEEP_JWT_SECRET=secret)
+    args = ["--url", sqlite_url, "--max-body-bytes", "2048"]
+    with _started(args, env) as (base, _):
+        headers = {"Authorization": f"Bearer {token('alice')}"}
+        assert httpx.get(f"{base}/agents/a/chat/threads", headers=headers).status_code == 200
+        body = b"{" + b" " * 4096 + b"}"
+        answer = httpx.post(f"{base}/agents/a/chat/runs", headers=headers, content=body)
+        assert answer.status_code == 413
+        assert answer.json()["error"]["code"] == "payload_too_large"

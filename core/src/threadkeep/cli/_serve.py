@@ -110,6 +110,15 @@ def serve(
         str, typer.Option("--write-policy", help="Run writes: incremental or buffered.")
     ] = "incremental",
     viewer: Annotated[bool, typer.Option("--viewer/--no-viewer", help="Serve /viewer/.")] = True,
+    max_body_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-body-bytes",
+            min=1,
+            help="Largest request body accepted, in bytes (default 64 MiB); larger: 413.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve the HTTP gateway (and the history viewer at /viewer/) with uvicorn."""
     import uvicorn
@@ -144,12 +153,14 @@ def serve(
         agents = getattr(agents, "get", None)
         if agents is None:
             raise CliError("--agent names neither a callable nor a mapping", exit_code=EXIT_USAGE)
+    limits = {} if max_body_bytes is None else {"max_body_bytes": max_body_bytes}
     app = create_app(
         url=store_url,
         authenticator=authenticator,
         agents=agents,
         run_options={"on_error": on_error, "write_policy": write_policy},
         viewer=viewer,
+        **limits,
     )
     typer.echo(f"threadkeep: serving {_redacted(store_url)} on http://{host}:{port}", err=True)
     uvicorn.run(app, host=host, port=port, log_level="info", proxy_headers=False)
