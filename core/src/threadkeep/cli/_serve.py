@@ -153,7 +153,7 @@ def serve(
         agents = getattr(agents, "get", None)
         if agents is None:
             raise CliError("--agent names neither a callable nor a mapping", exit_code=EXIT_USAGE)
-    limits = {} if max_body_bytes is None else {"max_body_bytes": max_body_bytes}
+    limits: dict[str, Any] = {} if max_body_bytes is None else {"max_body_bytes": max_body_bytes}
     app = create_app(
         url=store_url,
         authenticator=authenticator,
