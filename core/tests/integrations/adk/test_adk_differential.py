@@ -391,3 +391,27 @@ async def test_a_stale_session_object_is_treated_as_the_reference_does(backend) 
             except StaleSessionError:
                 outcomes[label] = "stale"
         assert outcomes["ref"] == outcomes["tk"], outcomes
+
+
+async def test_an_event_id_reused_with_other_content_is_deduplicated_as_the_reference_does(
+    backend,
+) -> None:
+    """Re-delivering the second of two events sharing an id appends nothing (found by CI)."""
+    with backend.sync_store() as store:
+        counts = {}
+        for label, service in {
+            "ref": InMemorySessionService(),
+            "tk": ThreadkeepSessionService(store),
+        }.items():
+            await service.create_session(app_name="reuse", user_id="ann", session_id="s")
+            first = Event(author="user", invocation_id="inv-1", timestamp=BASE_TIME)
+            other = first.model_copy(deep=True)
+            other.content = types.Content(role="model", parts=[types.Part(text="other")])
+            for event in (first, other, other):
+                session = await service.get_session(app_name="reuse", user_id="ann", session_id="s")
+                assert session is not None
+                await service.append_event(session, event.model_copy(deep=True))
+            session = await service.get_session(app_name="reuse", user_id="ann", session_id="s")
+            assert session is not None
+            counts[label] = len(session.events)
+        assert counts == {"ref": 2, "tk": 2}, counts

@@ -252,7 +252,7 @@ class ThreadkeepSessionService(BaseSessionService):
         if chat is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
         old = await store.get_message_by_agui_id(chat.chat_id, event.id) if event.id else None
-        if again and old is not None and _same_event(old, event):
+        if again and old is not None and await _redelivered(store, chat.chat_id, old, event):
             return None
         newest = await _newest(store, chat.chat_id)
         seen = 0 if newest is None else newest.seq or 0
@@ -367,6 +367,26 @@ def _update_time(chat: Chat, newest: Message | None) -> float:
     if stamp is not None:
         return stamp
     return float(chat.metadata.get(METADATA_KEY, {}).get("created", 0.0))
+
+
+async def _redelivered(store: Store, chat_id: UUID, first: Message, event: Event) -> bool:
+    """Whether ``event`` equals a stored event of its id (``InMemorySessionService``'s rule).
+
+    ``first`` holds the id as its ``agui_id``; later events that reused the id were stored
+    without it, so when ``first`` differs the chat's other events are compared too (rare:
+    only an event id that was reused with other content gets here).
+    """
+    if _same_event(first, event):
+        return True
+    cursor: str | None = None
+    while True:
+        page = await store.list_messages(chat_id, limit=MAX_PAGE_LIMIT, cursor=cursor)
+        for message in page.items:
+            if message.seq != first.seq and _same_event(message, event):
+                return True
+        if not page.has_more:
+            return False
+        cursor = page.next_cursor
 
 
 async def _overtaken(store: Store, chat_id: UUID, seen: int, mine: int) -> bool:
