@@ -28,7 +28,9 @@ from ._messages import (
     _NO_FILTER,
     _NO_SEQ,
     _PAGE,
+    _TOP_SEQ,
     MessagesMixin,
+    repaired_next_seq,
 )
 from ._schema import MESSAGE_COLUMNS, message_refs, messages
 
@@ -52,6 +54,8 @@ def _append(
     next_seq = ops.scalar(_LOCK_HOT_CHAT, {"chat_id": chat_id})
     if next_seq is None:
         return None
+    # A row written around the store may hold the next seq: repaired in this transaction.
+    next_seq = repaired_next_seq(chat_id, next_seq, ops.scalar(_TOP_SEQ, {"chat_id": chat_id}))
     outcomes: list[_Outcome] = []
     rows: list[dict[str, Any]] = []
     refs: list[dict[str, Any]] = []

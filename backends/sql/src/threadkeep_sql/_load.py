@@ -34,7 +34,7 @@ from threadkeep import CapabilityNotSupported, PreparedMessage
 from threadkeep.driver import resolve_batch
 
 from ._base import message_values, ref_values
-from ._messages import _BUMP_CHAT, MessagesMixin
+from ._messages import _BUMP_CHAT, _TOP_SEQ, MessagesMixin, repaired_next_seq
 from ._schema import escape_key, message_refs, messages, unescape_key
 
 __all__ = ["LoadMixin"]
@@ -48,6 +48,7 @@ _PRESENT = """
 SELECT agui_id, fingerprint, seq FROM messages
  WHERE chat_id = $1 AND agui_id = ANY($2::text[])
 """
+_TOP = "SELECT max(seq) FROM messages WHERE chat_id = $1"  # repairs a counter behind a row
 _BUMP = """
 UPDATE chats SET next_seq = $2, revision = revision + 1, last_message_at = $3, updated_at = $3
  WHERE chat_id = $1
@@ -121,6 +122,7 @@ class LoadMixin(MessagesMixin):
             next_seq = await driver.fetchval(_LOCK, chat_id)
             if next_seq is None:
                 return None
+            next_seq = repaired_next_seq(chat_id, next_seq, await driver.fetchval(_TOP, chat_id))
             aguis = [escape_key(i.message.agui_id) for i in items if i.message.agui_id is not None]
             present: dict[str, tuple[str, int]] = {}
             if aguis:
@@ -148,6 +150,8 @@ class LoadMixin(MessagesMixin):
         next_seq = await self._lock_hot_chat(conn, chat_id)  # BEGIN IMMEDIATE holds the file
         if next_seq is None:
             return None
+        top = (await conn.execute(_TOP_SEQ, {"chat_id": chat_id})).scalar()
+        next_seq = repaired_next_seq(chat_id, next_seq, top)
         aguis = [i.message.agui_id for i in items if i.message.agui_id is not None]
         present: dict[str, tuple[str, int]] = {}
         for start in range(0, len(aguis), _SQLITE_IN_CHUNK):

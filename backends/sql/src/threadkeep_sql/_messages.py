@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadkeep import (
+    Conflict,
     Message,
     MessageFilter,
     MessageKind,
@@ -22,12 +24,14 @@ from threadkeep import (
 from threadkeep.driver import resolve_batch
 
 from ._base import SqlBase, message_values, ref_values
-from ._errors import is_unique_violation
+from ._errors import is_seq_collision, is_unique_violation
 from ._group import GroupCommitter
 from ._pg_append import append_batch, append_one
 from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages
 
-__all__ = ["MessagesMixin"]
+__all__ = ["MessagesMixin", "repaired_next_seq"]
+
+_log = logging.getLogger("threadkeep_sql")
 
 _NO_SEQ = 2**62  # "before" for a first page: above every seq, so one cached statement serves
 _NO_FILTER = MessageFilter()
@@ -59,6 +63,12 @@ _LOCK_HOT_CHAT = (
     sa.select(_c.next_seq)
     .where(_c.chat_id == sa.bindparam("chat_id"), _c.deleted_at.is_(None), _c.status == "active")
     .with_for_update()
+)
+# The chat's highest stored seq, for the repair of a counter a row written around the store
+# got ahead of (``repaired_next_seq``); ``< _NO_SEQ`` keeps SQLite's text seqs (sorted above
+# every integer) out, and reads one entry of the primary key's index.
+_TOP_SEQ = sa.select(sa.func.max(_m.seq)).where(
+    _m.chat_id == sa.bindparam("chat_id"), _m.seq < _NO_SEQ
 )
 _BUMP_CHAT = (
     sa.update(chats)
@@ -191,6 +201,34 @@ def _last_messages_statement(dialect: str) -> sa.Select[Any]:
     )
 
 
+def repaired_next_seq(chat_id: UUID, next_seq: int, top: int | None) -> int:
+    """Return the seq the chat's next message gets: ``next_seq``, or past a row in the way.
+
+    Args:
+        chat_id: The chat (for the log).
+        next_seq: The chat row's counter, read under the chat's lock.
+        top: The chat's highest stored integer seq (``None``: no messages).
+
+    Returns:
+        ``top + 1`` when a row written outside threadkeep (a restored backup, a manual
+        insert, a half-applied migration) holds a seq at or above ``next_seq``, logged as a
+        ``WARNING`` on ``threadkeep_sql``; ``next_seq`` otherwise. The caller writes it
+        back with the append, in the same transaction.
+    """
+    if top is None or top < next_seq:
+        return next_seq
+    _log.warning(
+        "threadkeep: chat %s stores seq %d at or above its next seq %d (a row written "
+        "outside threadkeep); next seq repaired to %d",
+        chat_id,
+        top,
+        next_seq,
+        top + 1,
+        extra={"chat_id": str(chat_id), "stored_seq": top, "next_seq": next_seq},
+    )
+    return top + 1
+
+
 def _filtered_page(message_filter: MessageFilter) -> sa.Select[Any]:
     stmt = _PAGE
     if message_filter.roles is not None:
@@ -215,8 +253,15 @@ class MessagesMixin(SqlBase):
     async def _insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
+        # A row written around the store can hold the seq an append reserved (issue 12):
+        # the fast path then fails whole, and the transactional path repairs the counter.
         if self._db.dialect == "postgresql":
-            fast = await self._insert_fast(chat_id, messages, now)
+            try:
+                fast = await self._insert_fast(chat_id, messages, now)
+            except Conflict as exc:
+                if not is_seq_collision(exc):
+                    raise
+                fast = None
             if fast is not None:
                 return fast
         async with self._db.transaction() as conn:
@@ -279,10 +324,17 @@ class MessagesMixin(SqlBase):
         items: Sequence[PreparedMessage],
         now: datetime,
     ) -> list[tuple[Message, bool]] | None:
-        """Append inside a write transaction: lock the chat, check agui ids, insert, bump."""
+        """Append inside a write transaction: lock the chat, check agui ids, insert, bump.
+
+        The chat's seq counter is checked against its highest stored seq first (one probe
+        of the primary key's index) and repaired when a row written around the store got
+        ahead of it (``repaired_next_seq``).
+        """
         next_seq = await self._lock_hot_chat(conn, chat_id)
         if next_seq is None:
             return None
+        top = (await conn.execute(_TOP_SEQ, {"chat_id": chat_id})).scalar()
+        next_seq = repaired_next_seq(chat_id, next_seq, top)
         existing = await self._stored_by_agui(conn, chat_id, items)
         results: list[tuple[Message, bool]] = []
         rows: list[dict[str, Any]] = []
