@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections import deque
 from collections.abc import Sequence
+from itertools import repeat
 from datetime import UTC, datetime
 from types import NoneType, UnionType
 from typing import Any, TypeVar, Union, get_args, get_origin
@@ -34,6 +36,8 @@ MESSAGE_ROW = ("chat_id", "seq", "revision", "created_at", "updated_at", "delete
 _JOIN_LIMIT = 1 << 20
 """A page whose bodies hold at most this many characters is validated as one JSON array."""
 _TZINFO = operator.attrgetter("tzinfo")
+_DICT = operator.attrgetter("__dict__")
+_FIELDS_SET = operator.attrgetter("__pydantic_fields_set__")
 
 
 def _kept_types(annotation: Any) -> frozenset[type]:
@@ -114,13 +118,18 @@ def from_json(
 
 
 @functools.cache
-def _page_validator(model: type[BaseModel]) -> tuple[SchemaValidator, bool]:
+def _page_validator(model: type[BaseModel], names: frozenset[str]) -> tuple[SchemaValidator, bool]:
     """One compiled validator of ``list[model]`` and whether its boundary rule is left out.
 
     A ``Message`` model whose only model validator is threadkeep's own boundary rule (the
     ``function-after`` around its model schema) gets the validator of the model schema
     alone: the rule, a Python call per row from Rust, is then checked over the whole page
     by :func:`_boundaries_match` instead. Any other model keeps its whole schema.
+
+    The fields named in ``names`` (the row's columns) take any value from the body: the
+    column replaces it, as on the row-by-row path, where the columns overwrite the body's
+    values before validating (a chat body holds ``updated_at`` and ``last_message_at``,
+    whose validators call Python per row).
     """
     schema: Any = model.__pydantic_core_schema__
     inner = schema.get("schema") if schema.get("type") == "function-after" else None
@@ -131,7 +140,27 @@ def _page_validator(model: type[BaseModel]) -> tuple[SchemaValidator, bool]:
         and inner.get("type") == "model"
         and inner.get("cls") is model
     )
-    return SchemaValidator(core_schema.list_schema(inner if plain else schema)), plain
+    return SchemaValidator(
+        core_schema.list_schema(_columns_any(inner if plain else schema, names))
+    ), plain
+
+
+_ANY_FIELD = core_schema.with_default_schema(core_schema.any_schema(), default=None)
+
+
+def _columns_any(schema: Any, names: frozenset[str]) -> Any:
+    """``schema`` (a ``model`` schema) with the fields in ``names`` accepting any value.
+
+    Other shapes (a ``definitions`` wrapper, validators around the model) come back as
+    they are. Only the dicts on the way to the fields are copied.
+    """
+    fields_schema = schema.get("schema") if schema.get("type") == "model" else None
+    if not isinstance(fields_schema, dict) or fields_schema.get("type") != "model-fields":
+        return schema
+    fields = dict(fields_schema["fields"])
+    for name in names & fields.keys():
+        fields[name] = {**fields[name], "schema": _ANY_FIELD}
+    return {**schema, "schema": {**fields_schema, "fields": fields}}
 
 
 def _boundaries_match(records: Sequence[Any]) -> bool:
@@ -140,11 +169,14 @@ def _boundaries_match(records: Sequence[Any]) -> bool:
     return all((r.kind is boundary) is (r.boundary is not None) for r in records)
 
 
-def _validated(model: type[R], bodies: Sequence[str]) -> list[R] | None:
-    """The bodies validated as ``model``, or ``None`` if any is damaged (for the slow path)."""
+def _validated(model: type[R], bodies: Sequence[str], names: frozenset[str]) -> list[R] | None:
+    """The bodies validated as ``model``, or ``None`` if any is damaged (for the slow path).
+
+    ``names`` are the row's columns (set afterwards; see :func:`_page_validator`).
+    """
     try:
         if sum(map(len, bodies)) <= _JOIN_LIMIT:
-            validator, unchecked = _page_validator(model)
+            validator, unchecked = _page_validator(model, names)
             records: list[R] = validator.validate_json("[" + ",".join(bodies) + "]")
             if unchecked and not _boundaries_match(records):
                 return None  # the row-by-row path reports the damaged row
@@ -184,10 +216,10 @@ def page_from_json(
             checked.append(tuple(None if value is None else as_utc(value) for value in column))
         else:
             checked.append(column)
-    records = _validated(model, bodies)
+    records = _validated(model, bodies, keys)
     if records is None:
         return None
-    for record, values in zip(records, zip(*checked, strict=True), strict=True):
-        record.__dict__.update(zip(names, values, strict=True))
-        record.__pydantic_fields_set__.update(keys)
+    # Per record: ``__dict__.update(zip(names, values))`` and the fields set; as C loops.
+    deque(map(dict.update, map(_DICT, records), map(zip, repeat(names), zip(*checked))), 0)
+    deque(map(set.update, map(_FIELDS_SET, records), repeat(keys)), 0)
     return records
