@@ -12,8 +12,8 @@ import functools
 import operator
 from collections import deque
 from collections.abc import Sequence
-from itertools import repeat
 from datetime import UTC, datetime
+from itertools import repeat
 from types import NoneType, UnionType
 from typing import Any, TypeVar, Union, get_args, get_origin
 from uuid import UUID
@@ -118,18 +118,13 @@ def from_json(
 
 
 @functools.cache
-def _page_validator(model: type[BaseModel], names: frozenset[str]) -> tuple[SchemaValidator, bool]:
+def _page_validator(model: type[BaseModel]) -> tuple[SchemaValidator, bool]:
     """One compiled validator of ``list[model]`` and whether its boundary rule is left out.
 
     A ``Message`` model whose only model validator is threadkeep's own boundary rule (the
     ``function-after`` around its model schema) gets the validator of the model schema
     alone: the rule, a Python call per row from Rust, is then checked over the whole page
     by :func:`_boundaries_match` instead. Any other model keeps its whole schema.
-
-    The fields named in ``names`` (the row's columns) take any value from the body: the
-    column replaces it, as on the row-by-row path, where the columns overwrite the body's
-    values before validating (a chat body holds ``updated_at`` and ``last_message_at``,
-    whose validators call Python per row).
     """
     schema: Any = model.__pydantic_core_schema__
     inner = schema.get("schema") if schema.get("type") == "function-after" else None
@@ -140,27 +135,7 @@ def _page_validator(model: type[BaseModel], names: frozenset[str]) -> tuple[Sche
         and inner.get("type") == "model"
         and inner.get("cls") is model
     )
-    return SchemaValidator(
-        core_schema.list_schema(_columns_any(inner if plain else schema, names))
-    ), plain
-
-
-_ANY_FIELD = core_schema.with_default_schema(core_schema.any_schema(), default=None)
-
-
-def _columns_any(schema: Any, names: frozenset[str]) -> Any:
-    """``schema`` (a ``model`` schema) with the fields in ``names`` accepting any value.
-
-    Other shapes (a ``definitions`` wrapper, validators around the model) come back as
-    they are. Only the dicts on the way to the fields are copied.
-    """
-    fields_schema = schema.get("schema") if schema.get("type") == "model" else None
-    if not isinstance(fields_schema, dict) or fields_schema.get("type") != "model-fields":
-        return schema
-    fields = dict(fields_schema["fields"])
-    for name in names & fields.keys():
-        fields[name] = {**fields[name], "schema": _ANY_FIELD}
-    return {**schema, "schema": {**fields_schema, "fields": fields}}
+    return SchemaValidator(core_schema.list_schema(inner if plain else schema)), plain
 
 
 def _boundaries_match(records: Sequence[Any]) -> bool:
@@ -169,14 +144,11 @@ def _boundaries_match(records: Sequence[Any]) -> bool:
     return all((r.kind is boundary) is (r.boundary is not None) for r in records)
 
 
-def _validated(model: type[R], bodies: Sequence[str], names: frozenset[str]) -> list[R] | None:
-    """The bodies validated as ``model``, or ``None`` if any is damaged (for the slow path).
-
-    ``names`` are the row's columns (set afterwards; see :func:`_page_validator`).
-    """
+def _validated(model: type[R], bodies: Sequence[str]) -> list[R] | None:
+    """The bodies validated as ``model``, or ``None`` if any is damaged (for the slow path)."""
     try:
         if sum(map(len, bodies)) <= _JOIN_LIMIT:
-            validator, unchecked = _page_validator(model, names)
+            validator, unchecked = _page_validator(model)
             records: list[R] = validator.validate_json("[" + ",".join(bodies) + "]")
             if unchecked and not _boundaries_match(records):
                 return None  # the row-by-row path reports the damaged row
@@ -216,10 +188,11 @@ def page_from_json(
             checked.append(tuple(None if value is None else as_utc(value) for value in column))
         else:
             checked.append(column)
-    records = _validated(model, bodies, keys)
+    records = _validated(model, bodies)
     if records is None:
         return None
     # Per record: ``__dict__.update(zip(names, values))`` and the fields set; as C loops.
-    deque(map(dict.update, map(_DICT, records), map(zip, repeat(names), zip(*checked))), 0)
+    values = zip(*checked, strict=True)
+    deque(map(dict.update, map(_DICT, records), map(zip, repeat(names), values)), 0)
     deque(map(set.update, map(_FIELDS_SET, records), repeat(keys)), 0)
     return records

@@ -43,18 +43,23 @@ def _utc(process: Process) -> Process:
     return convert
 
 
-def _column(process: Process, values: tuple[Any, ...]) -> list[Any]:
-    """``process`` of every value of a column; ``None`` stays ``None``, repeats convert once."""
-    seen: dict[Any, Any] = {}
+def _column(process: Process, values: tuple[Any, ...], seen: dict[str, Any]) -> list[Any]:
+    """``process`` of every value of a column; ``None`` stays ``None``, repeated text converts once.
+
+    ``seen`` maps text already converted (in this result, by columns of this type); other
+    values (numbers, bytes) are converted each time, so ``1`` and ``1.0`` never share.
+    """
     out = []
     for value in values:
         if value is None:
             out.append(None)
-            continue
-        result = seen.get(value, _MISSING)
-        if result is _MISSING:
-            result = seen[value] = process(value)
-        out.append(result)
+        elif type(value) is str:
+            result = seen.get(value, _MISSING)
+            if result is _MISSING:
+                result = seen[value] = process(value)
+            out.append(result)
+        else:
+            out.append(process(value))
     return out
 
 
@@ -65,17 +70,24 @@ class RowConverter:
         self.raw = raw
         columns = getattr(stmt, "exported_columns", ())
         results = raw.results or ()
-        self._converters: tuple[tuple[int, Process], ...] = tuple(
-            (index, _utc(process) if isinstance(column.type, When) else process)
-            for index, (column, process) in enumerate(zip(columns, results, strict=False))
-            if process is not None
-        )
+        # Columns of equal types (class and arguments) share a converter, and so what it
+        # has seen: a chat's id in a chat column and in a message column converts once.
+        by_type: dict[tuple[type, str], Process] = {}
+        converters = []
+        for index, (column, process) in enumerate(zip(columns, results, strict=False)):
+            if process is not None:
+                key = (type(column.type), repr(column.type))
+                if key not in by_type:
+                    by_type[key] = _utc(process) if isinstance(column.type, When) else process
+                converters.append((index, by_type[key]))
+        self._converters: tuple[tuple[int, Process], ...] = tuple(converters)
 
     def rows(self, records: list[Row]) -> list[Row]:
         """Return ``records`` (tuples from ``sqlite3``) with every column converted."""
         if not self._converters or not records:
             return records
         columns: list[Any] = list(zip(*records, strict=True))
+        seen: dict[Process, dict[str, Any]] = {}
         for index, process in self._converters:
-            columns[index] = _column(process, columns[index])
+            columns[index] = _column(process, columns[index], seen.setdefault(process, {}))
         return list(zip(*columns, strict=True))
