@@ -9,11 +9,12 @@ every message and step of the run together with its end status. Each is one call
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 from ._content import PreparedMessage, check_content, validate_model
+from ._driver import DriverPrimitives
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import notify_messages_committed
@@ -72,19 +73,21 @@ class RunBatchOps(RunOps):
         owner = as_text(owner, "owner")
         lease = timedelta(seconds=as_positive_seconds(lease_seconds, "lease_seconds"))
         prepared = await self._prepared_batch(chat_id, messages)
+        if self._commit_checks_chat():
+            # The common case first, in one write: a new run of a live, hot chat. The batch
+            # writes nothing otherwise, and the loop below finds out which case it is.
+            now = self._now()
+            fresh = _new_run(chat_id, run_id, owner, now, lease)
+            result = await self._commit_run(fresh, None, prepared, [], now)
+            if result is not None:
+                self._committed(chat_id, prepared, result[1])
+                return result[0]
         for _ in range(_CAS_ATTEMPTS):
             await self._require_hot_chat(chat_id)
             now = self._now()
             current = await self._get_run(chat_id, run_id)
             if current is None:
-                run = Run(
-                    chat_id=chat_id,
-                    run_id=run_id,
-                    owner=owner,
-                    lease_expires_at=now + lease,
-                    created_at=now,
-                    updated_at=now,
-                )
+                run = _new_run(chat_id, run_id, owner, now, lease)
                 expected = None
             elif current.status is RunStatus.ACTIVE and current.owner == owner:
                 renewal = {"lease_expires_at": now + lease, "updated_at": now}
@@ -161,9 +164,14 @@ class RunBatchOps(RunOps):
         for step in given:
             self.record_body(step)
         prepared = await self._prepared_batch(chat_id, messages)
-        for _ in range(_CAS_ATTEMPTS):
-            await self._require_hot_chat(chat_id)
-            current = await self.get_run(chat_id, run_id)
+        for attempt in range(_CAS_ATTEMPTS):
+            # First the run alone (one read): a driver whose _commit_run checks the chat
+            # writes nothing unless it is live and hot, and then the chat is looked at.
+            quick = attempt == 0 and self._commit_checks_chat()
+            current = await self._get_run(chat_id, run_id) if quick else None
+            if current is None or current.status is not RunStatus.ACTIVE or current.owner != owner:
+                await self._require_hot_chat(chat_id)  # ChatNotFound first, as always
+                current = await self.get_run(chat_id, run_id)
             if current.status is not RunStatus.ACTIVE or current.owner != owner:
                 msg = f"run {run_id!r} ({current.status}, owner {current.owner!r})"
                 raise Conflict(msg + f": owner {owner!r} does not hold an active lease")
@@ -182,6 +190,15 @@ class RunBatchOps(RunOps):
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
         raise Conflict(f"run {run_id!r} kept changing under concurrent writers")
+
+    def _commit_checks_chat(self) -> bool:
+        """Whether the driver's own ``_commit_run`` writes nothing unless the chat is hot.
+
+        The primitive's contract asks it; the non-atomic core default does not check the
+        chat (``Store`` looks at it first), so a driver keeping that default never gets a
+        batch for a chat nobody looked at.
+        """
+        return type(self)._commit_run is not DriverPrimitives._commit_run
 
     async def _prepared_batch(
         self, chat_id: UUID, messages: Sequence[MessageInput]
@@ -202,3 +219,15 @@ class RunBatchOps(RunOps):
         created_messages = [stored for stored, created in results if created]
         if created_messages:
             notify_messages_committed(self, chat_id, created_messages)
+
+
+def _new_run(chat_id: UUID, run_id: str, owner: str, now: datetime, lease: timedelta) -> Run:
+    """Return a new active run of ``owner`` holding a lease of ``lease`` from ``now``."""
+    return Run(
+        chat_id=chat_id,
+        run_id=run_id,
+        owner=owner,
+        lease_expires_at=now + lease,
+        created_at=now,
+        updated_at=now,
+    )
