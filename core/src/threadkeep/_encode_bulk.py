@@ -16,8 +16,11 @@ parts of the message where something could be wrong, with the same outcome:
 - **the serialization**: with every nested record of its declared class, the message's
   own serializer gives the body ``serialize_as_any`` gives (which costs more than the rest
   of the serialization: it looks up each nested value's class).
-- **the fingerprint**: the message's keys are sorted without a call for each empty list
-  or dict; the rest is ``_encode``'s canonical walk and pydantic-core's encoder, as in
+- **the fingerprint**: a message of typed fields only (no metadata, parts, boundary or
+  extra fields: most of a bulk load) gives its canonical data straight from its field
+  values, in sorted order, without parsing its body back. Otherwise the message's keys are
+  sorted without a call for each empty list or dict, and the rest is ``_encode``'s
+  canonical walk; pydantic-core's encoder writes the canonical text, as in
   ``encode_message``.
 
 Anything else (a subclass, a failed serialization, a floating-point number, a problem
@@ -61,6 +64,9 @@ _EXCLUDE = set(STORE_ASSIGNED_MESSAGE_FIELDS)
 _SERIALIZE = Message.__pydantic_serializer__.to_json
 _PART_TYPES = frozenset({ImagePart, FilePart, ErrorPart})
 _ID_FIELDS = frozenset({"message_id", "tool_call_id", "reasoning_id"})
+_MESSAGE_KEYS = sorted(set(Message.model_fields) - _EXCLUDE - _ID_FIELDS)
+_TOOL_CALL_KEYS = sorted(set(ToolCall.model_fields) - _ID_FIELDS)
+_REASONING_KEYS = sorted(set(Reasoning.model_fields) - _ID_FIELDS)
 
 
 def encode_for_load(message: Message, max_message_bytes: int) -> PreparedMessage:
@@ -84,16 +90,23 @@ def encode_for_load(message: Message, max_message_bytes: int) -> PreparedMessage
     check_payload_size(message, max_message_bytes)
     try:
         raw = _SERIALIZE(message, exclude=_EXCLUDE, warnings="error")
-        data = from_json(raw)
+        data = from_json(raw) if len(raw) * 2 > ENVELOPE_ALLOWANCE_BYTES else None
     except (PydanticSerializationError, ValueError, RecursionError):
         return encode_message(message, max_message_bytes)
-    if type(data) is not dict:
-        return encode_message(message, max_message_bytes)
-    if len(raw) * 2 > ENVELOPE_ALLOWANCE_BYTES:
+    if data is not None:  # the envelope is at most the body (twice: floats may shrink)
+        if type(data) is not dict:
+            return encode_message(message, max_message_bytes)
         envelope_problem(data)
-    return PreparedMessage(
-        message=message, body=raw.decode("utf-8"), fingerprint=_fingerprint(data)
-    )
+    fingerprint = _typed_fingerprint(message)
+    if fingerprint is None:
+        try:
+            data = from_json(raw) if data is None else data
+        except (ValueError, RecursionError):
+            return encode_message(message, max_message_bytes)
+        if type(data) is not dict:
+            return encode_message(message, max_message_bytes)
+        fingerprint = _fingerprint(data)
+    return PreparedMessage(message=message, body=raw.decode("utf-8"), fingerprint=fingerprint)
 
 
 def _clean(value: Any, depth: int) -> bool:
@@ -136,6 +149,29 @@ def _free_values_clean(message: Message) -> bool:
             return False
     boundary = message.boundary
     return boundary is None or (type(boundary) is Boundary and _extras_clean(boundary, 2))
+
+
+def _typed_fingerprint(message: Message) -> str | None:
+    """The fingerprint of a message made of typed fields only, or ``None``.
+
+    Without metadata, parts, a boundary or extra fields anywhere, the canonical data is
+    the message's own field values, in sorted order, without ids and store fields (what
+    the body parsed back would give: the serializer wrote each typed value as its JSON
+    form, which ``to_json`` writes again here); the body need not be parsed.
+    """
+    fields = message.__dict__
+    if fields["metadata"] or fields["parts"] or fields["boundary"] is not None:
+        return None
+    if message.__pydantic_extra__:
+        return None
+    canonical = {key: fields[key] for key in _MESSAGE_KEYS}
+    for name, keys in (("tool_calls", _TOOL_CALL_KEYS), ("reasonings", _REASONING_KEYS)):
+        items = fields[name]
+        if items:
+            if any(item.__pydantic_extra__ for item in items):
+                return None
+            canonical[name] = [{key: item.__dict__[key] for key in keys} for item in items]
+    return hashlib.sha256(to_json(canonical)).hexdigest()
 
 
 def _fingerprint(data: dict[str, Any]) -> str:

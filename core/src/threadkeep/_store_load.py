@@ -210,7 +210,7 @@ class LoadOps(MessageOps):
             raise InvalidArgument(msg)
         check_payload_size(message, self.max_message_bytes)
         if not _is_fresh(message, chat_id):
-            message = message.model_copy(update=_fresh(chat_id))
+            message = _for_chat(message, chat_id)
         return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
 
     def _coerce_loaded(self, message: Any, chat_id: UUID) -> Message:
@@ -221,7 +221,7 @@ class LoadOps(MessageOps):
         mappings are validated. The content checks all run in ``prepare`` either way.
         """
         if isinstance(message, Message) and type(message).__pydantic_complete__:
-            return message.model_copy(update=_fresh(chat_id))
+            return _for_chat(message, chat_id)
         return self._coerce_message(message, chat_id)
 
     async def _load_batch(
@@ -281,6 +281,31 @@ class LoadOps(MessageOps):
 def _fresh(chat_id: UUID) -> dict[str, Any]:
     """The store-assigned fields of a message about to be appended to ``chat_id``."""
     return {"chat_id": chat_id, "seq": None, "revision": 0, "updated_at": None, "deleted_at": None}
+
+
+_FRESH_FIELDS = frozenset({"chat_id", "seq", "revision", "updated_at", "deleted_at"})
+
+
+def _for_chat(message: Message, chat_id: UUID) -> Message:
+    """``message.model_copy(update=_fresh(chat_id))``, without its generic steps.
+
+    The copy is shallow, as ``model_copy``'s: the instance's field values, extra fields
+    and fields set, with the store-assigned fields replaced (they are fields of every
+    ``Message``, never extras). A model with private attributes takes ``model_copy``.
+    """
+    if message.__pydantic_private__ is not None:
+        return message.model_copy(update=_fresh(chat_id))
+    cls = type(message)
+    copied = cls.__new__(cls)
+    fields = message.__dict__.copy()
+    fields.update(_fresh(chat_id))
+    extra = message.__pydantic_extra__
+    object.__setattr__(copied, "__dict__", fields)
+    object.__setattr__(copied, "__pydantic_extra__", None if extra is None else dict(extra))
+    fields_set = message.__pydantic_fields_set__ | _FRESH_FIELDS
+    object.__setattr__(copied, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(copied, "__pydantic_private__", None)
+    return copied
 
 
 def _is_fresh(message: Message, chat_id: UUID) -> bool:
