@@ -254,3 +254,21 @@ class BulkLoadTests(ContractBase):
         with pytest.raises(InvalidArgument):
             await store.load_messages(chat.chat_id, [PreparedMessage("x", "{}", "0" * 64)])  # type: ignore[arg-type]
         assert await self.raw_messages(store, chat.chat_id) == rows
+
+    @pytest.mark.asyncio
+    async def test_agui_ids_with_nul_and_backslash_are_found_on_a_rerun(
+        self, store: Store
+    ) -> None:
+        """Key escapes (U+0000, backslash) do not hide a stored ``agui_id`` from a re-run."""
+        chat = await store.create_chat("u-bulk", "t-keys")
+        ids = ["a\x00b", "a\\0b", "a\\\\b", "plain", "é\x00"]
+        messages = [Message(role="user", agui_id=i, content=str(n)) for n, i in enumerate(ids)]
+        first = await store.load_messages(chat.chat_id, messages, batch_size=2)
+        assert (first.created, first.present) == (5, 0)
+        again = await store.load_messages(chat.chat_id, messages)
+        assert (again.created, again.present) == (0, 5)
+        rows = await self.raw_messages(store, chat.chat_id)
+        assert [r.agui_id for r in rows] == ids
+        changed = messages[0].model_copy(update={"content": "other"})
+        with pytest.raises(IdempotencyConflict):
+            await store.load_messages(chat.chat_id, [changed])
