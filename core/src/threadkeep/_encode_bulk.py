@@ -67,6 +67,7 @@ _ID_FIELDS = frozenset({"message_id", "tool_call_id", "reasoning_id"})
 _MESSAGE_KEYS = sorted(set(Message.model_fields) - _EXCLUDE - _ID_FIELDS)
 _TOOL_CALL_KEYS = sorted(set(ToolCall.model_fields) - _ID_FIELDS)
 _REASONING_KEYS = sorted(set(Reasoning.model_fields) - _ID_FIELDS)
+_ENUM_KEYS = ("kind", "role", "status")
 
 
 def encode_for_load(message: Message, max_message_bytes: int) -> PreparedMessage:
@@ -165,13 +166,23 @@ def _typed_fingerprint(message: Message) -> str | None:
     if message.__pydantic_extra__:
         return None
     canonical = {key: fields[key] for key in _MESSAGE_KEYS}
+    for key in _ENUM_KEYS:  # the value itself: the encoder would read Enum.value per member
+        canonical[key] = canonical[key]._value_
     for name, keys in (("tool_calls", _TOOL_CALL_KEYS), ("reasonings", _REASONING_KEYS)):
         items = fields[name]
         if items:
             if any(item.__pydantic_extra__ for item in items):
                 return None
-            canonical[name] = [{key: item.__dict__[key] for key in keys} for item in items]
+            canonical[name] = [_item_data(item, keys) for item in items]
     return hashlib.sha256(to_json(canonical)).hexdigest()
+
+
+def _item_data(item: ToolCall | Reasoning, keys: list[str]) -> dict[str, Any]:
+    """The canonical data of a nested tool call or reasoning of the base class."""
+    fields = item.__dict__
+    data = {key: fields[key] for key in keys}
+    data["status"] = data["status"]._value_
+    return data
 
 
 def _fingerprint(data: dict[str, Any]) -> str:
