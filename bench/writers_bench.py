@@ -20,8 +20,9 @@ rotating per repetition:
 - ``api, no group``: the same with group commit switched off (each call its own
   statement, on a pool of W connections).
 
-Each client's connections are opened before its sample and closed after it, so the server
-holds one client's connections at a time. Printed per line and W: messages per second
+Each client's connections are opened (and its statements prepared, by a few warm-up calls)
+before its sample and closed after it, so the server holds one client's connections at a
+time. Printed per line and W: messages per second
 (median sample), the median over repetitions of the time ratio to ``raw``, the latency of
 one call (p50 and p99 over every call of every repetition, milliseconds), the client's CPU
 per message (microseconds, the whole process: bench loop included) and the load average.
@@ -153,6 +154,12 @@ async def api_sample(
             else:
                 await store.append_messages(chats[w], turn(w, n, size, "api"))
 
+        # Connected and prepared before the clock starts, as raw's connections are.
+        warm = (await store.create_chat("bench", f"warm-{uuid.uuid4()}")).chat_id
+        for _ in range(3):
+            await timed(
+                len(chats), 1, lambda w, n: store.append_messages(warm, turn(w, n, size, "warm"))
+            )
         return await timed(len(chats), calls, call)
 
 

@@ -23,6 +23,9 @@ from threadkeep import (
 from threadkeep_sql import SqlStore
 from threadkeep_sql._group import MAX_INFLIGHT, GroupCommitter
 
+from .test_pooler import pooled_url  # noqa: F401 - the fixture: a database behind PgBouncer
+from .test_replica import standby_url
+
 
 @pytest.fixture
 async def pg_store(pg_schema: tuple[str, str]) -> AsyncIterator[SqlStore]:
@@ -387,3 +390,49 @@ async def test_a_cancelled_group_leaves_no_caller_waiting(
     await committer.close()
     assert not committer._queue
     assert committer._inflight == 0
+
+
+async def test_groups_through_a_transaction_pooler(
+    pooled_url: str,  # noqa: F811 - the fixture imported above
+    groups: list[int],
+) -> None:
+    async with SqlStore(pooled_url, pooler="transaction") as store:
+        chats = [await store.create_chat("u", f"pooled{n}") for n in range(8)]
+        returned = await asyncio.gather(
+            *(store.append_message(chats[n % 8].chat_id, _user(n)) for n in range(64)),
+            *(
+                store.append_messages(chats[n % 8].chat_id, [_user(f"{n}-{j}") for j in range(5)])
+                for n in range(16)
+            ),
+        )
+        assert groups
+        assert max(groups) > 1
+        for chat in chats:
+            page = await store.list_messages(chat.chat_id, limit=200)
+            assert [m.seq for m in page.items] == list(range(1, 8 + 2 * 5 + 1))
+            mine = {m.message_id for m in page.items}
+            assert mine == {
+                m.message_id
+                for result in returned
+                for m in (result if isinstance(result, list) else [result])
+                if m.chat_id == chat.chat_id
+            }
+
+
+async def test_grouped_writes_are_read_back_through_a_standby(
+    pg_schema: tuple[str, str], groups: list[int]
+) -> None:
+    url, schema = pg_schema
+    options = {"schema": schema, "read_url": standby_url(), "read_consistency": "session"}
+    async with SqlStore(url, **options) as store:
+        chats = [await store.create_chat("u", f"replica{n}") for n in range(6)]
+        for round_ in range(5):
+            returned = await asyncio.gather(
+                *(store.append_message(c.chat_id, _user(f"{round_}-{c.thread_id}")) for c in chats)
+            )
+            # Each caller reads its own grouped write at once (the group was noted as a
+            # write of this store, so the read waits for the standby or goes to the primary).
+            for chat, message in zip(chats, returned, strict=True):
+                page = await store.list_messages(chat.chat_id, limit=1)
+                assert [m.message_id for m in page.items] == [message.message_id]
+        assert max(groups) > 1
