@@ -70,7 +70,7 @@ from sqlalchemy import TextClause, text
 from threadkeep import BackendUnavailable, PreparedMessage
 
 from ._errors import _chain
-from ._pg_append import key_param, nested_refs
+from ._pg_append import column_arrays, nested_refs
 from ._runner import Runner
 
 __all__ = [
@@ -205,13 +205,7 @@ def group_statement(group: Sequence[_Call]) -> tuple[TextClause, dict[str, Any]]
         "calls": [n for n, _, _ in rows],
         "chat_ids": [call.chat_id for _, call, _ in rows],
         "chat_set": sorted({call.chat_id for call in group}),
-        "message_ids": [m.message_id for m in messages],
-        "agui_ids": [key_param(m.agui_id) for m in messages],
-        "roles": [m.role.value for m in messages],
-        "kinds": [m.kind.value for m in messages],
-        "run_ids": [key_param(m.run_id) for m in messages],
-        "request_ids": [key_param(m.request_id) for m in messages],
-        "block_ids": [key_param(m.block_id) for m in messages],
+        **column_arrays(messages),
         "created_ats": [
             m.created_at or call.now for m, (_, call, _) in zip(messages, rows, strict=True)
         ],

@@ -28,12 +28,12 @@ from uuid import UUID
 
 from sqlalchemy import TextClause, text
 
-from threadkeep import PreparedMessage
+from threadkeep import Message, PreparedMessage
 
 from ._runner import Runner
 from ._schema import escape_key
 
-__all__ = ["append_batch", "append_one", "key_param", "nested_refs"]
+__all__ = ["append_batch", "append_one", "column_arrays", "key_param", "nested_refs"]
 
 
 def key_param(value: str | None) -> str | None:
@@ -127,6 +127,19 @@ APPEND_BATCH: TextClause = text(_BATCH.format(refs=""))
 APPEND_BATCH_REFS: TextClause = text(_BATCH.format(refs=_BATCH_REFS))
 
 
+def column_arrays(messages: Sequence[Message]) -> dict[str, list[Any]]:
+    """The per-message columns of an ``unnest`` append as arrays, key columns escaped."""
+    return {
+        "message_ids": [m.message_id for m in messages],
+        "agui_ids": [key_param(m.agui_id) for m in messages],
+        "roles": [m.role.value for m in messages],
+        "kinds": [m.kind.value for m in messages],
+        "run_ids": [key_param(m.run_id) for m in messages],
+        "request_ids": [key_param(m.request_id) for m in messages],
+        "block_ids": [key_param(m.block_id) for m in messages],
+    }
+
+
 def nested_refs(messages: Sequence[PreparedMessage]) -> dict[str, list[Any]]:
     """The ``message_refs`` rows of ``messages`` as arrays (``ref_indexes``: message positions)."""
     refs: dict[str, list[Any]] = {
@@ -196,13 +209,7 @@ async def append_batch(
         "chat_id": chat_id,
         "now": now,
         "n": len(items),
-        "message_ids": [m.message_id for m in messages],
-        "agui_ids": [key_param(m.agui_id) for m in messages],
-        "roles": [m.role.value for m in messages],
-        "kinds": [m.kind.value for m in messages],
-        "run_ids": [key_param(m.run_id) for m in messages],
-        "request_ids": [key_param(m.request_id) for m in messages],
-        "block_ids": [key_param(m.block_id) for m in messages],
+        **column_arrays(messages),
         "created_ats": [m.created_at or now for m in messages],
         "fingerprints": [item.fingerprint for item in items],
         "bodies": [item.body for item in items],
