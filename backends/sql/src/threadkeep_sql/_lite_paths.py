@@ -99,7 +99,7 @@ class LiteMixin(MessagesMixin):
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         if self._db.dialect != "sqlite":
-            return await super()._insert_messages(chat_id, messages, now)
+            return await self._insert_any(chat_id, messages, now)
         work = partial(_append, chat_id=chat_id, items=messages, now=now)
         outcomes = await run_on_thread(self._db, work, write=True)
         if outcomes is None:

@@ -25,7 +25,7 @@ from threadkeep.driver import resolve_batch
 
 from ._base import SqlBase, message_values, ref_values
 from ._errors import is_seq_collision, is_unique_violation
-from ._group import GroupCommitter
+from ._group import MAX_CALL_MESSAGES, GroupCommitter
 from ._pg_append import append_batch, append_one
 from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages
 
@@ -253,6 +253,12 @@ class MessagesMixin(SqlBase):
     async def _insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
+        return await self._insert_any(chat_id, messages, now)
+
+    async def _insert_any(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        """``_insert_messages`` unwrapped (no shielded task of its own: callers have one)."""
         # A row written around the store can hold the seq an append reserved (issue 12):
         # the fast path then fails whole, and the transactional path repairs the counter.
         if self._db.dialect == "postgresql":
@@ -270,21 +276,21 @@ class MessagesMixin(SqlBase):
     async def _insert_fast(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
-        """PostgreSQL: one statement per append; ``None`` sends the caller the slow way."""
-        if len(items) > 1:
-            return await self._insert_batch_fast(chat_id, items, now)
-        item = items[0]
-        nested = bool(item.message.tool_calls or item.message.reasonings)
+        """PostgreSQL: one statement per call, or a share of a group's (``_group``).
+
+        ``None`` sends the caller the transactional way: the chat is not hot, or a batch
+        holds an ``agui_id`` the chat stores (that path sorts out which are retries).
+        """
         for _ in range(_FAST_ATTEMPTS):
-            if nested or self._group is None:
-                seq = await self._append_alone(chat_id, item, now)
-            else:  # coalesced with concurrent appends of other callers (_group)
-                seq = await self._group.append(chat_id, item, now)
-            if seq is not None:
-                return [(self._new(item, chat_id, seq, now), True)]
-            if item.message.agui_id is None:
-                return None  # the chat is not hot: the caller finds out which way
-            params = {"chat_id": chat_id, "agui_id": item.message.agui_id}
+            first = await self._append_fast(chat_id, items, now)
+            if first is not None:
+                return [
+                    (self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)
+                ]
+            agui_id = items[0].message.agui_id
+            if len(items) > 1 or agui_id is None:
+                return None
+            params = {"chat_id": chat_id, "agui_id": agui_id}
             async with self._db.runner() as run:
                 stored = await run.first(_GET_BY_AGUI_IN_HOT_CHAT, params)
             if stored is not None:
@@ -292,26 +298,31 @@ class MessagesMixin(SqlBase):
             # Nothing inserted and nothing stored: the stored message went away; try again.
         return None
 
-    async def _append_alone(
-        self, chat_id: UUID, item: PreparedMessage, now: datetime
-    ) -> int | None:
-        """One append in one statement (``append_one``); its seq, or ``None`` if not inserted."""
-        async with self._db.runner(write=True) as run:
-            return await append_one(run, chat_id, item, now)
-
-    async def _insert_batch_fast(
+    async def _append_fast(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
-    ) -> list[tuple[Message, bool]] | None:
+    ) -> int | None:
+        """Write one call, with concurrent callers' when group commit is on; its first seq."""
+        if self._group is None or len(items) > MAX_CALL_MESSAGES:
+            return await self._append_call(chat_id, items, now)
+        return await self._group.append(chat_id, items, now)
+
+    async def _append_call(
+        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+    ) -> int | None:
+        """One call in one statement of its own; its first seq, or ``None`` if not written.
+
+        ``None``: the chat is not hot, an ``agui_id`` is stored already, or (a batch) a
+        racing duplicate took one meanwhile (nothing written).
+        """
         async with self._db.runner(write=True) as run:
+            if len(items) == 1:
+                return await append_one(run, chat_id, items[0], now)
             try:
-                first = await append_batch(run, chat_id, items, now)
+                return await append_batch(run, chat_id, items, now)
             except Exception as exc:
                 if is_unique_violation(exc):  # a racing duplicate: nothing was written
                     return None
                 raise
-        if first is None:
-            return None
-        return [(self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)]
 
     def _new(self, item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) -> Message:
         created = item.message.created_at or now
