@@ -33,7 +33,7 @@ from sqlalchemy import TextClause, text
 
 from threadkeep import PreparedMessage, Run, Step
 
-from ._pg_append import _key, _refs
+from ._pg_append import column_arrays, key_param, nested_refs
 from ._runner import Runner
 
 __all__ = ["commit_run_one", "commit_statement"]
@@ -162,19 +162,13 @@ def _message_params(items: Sequence[PreparedMessage], now: datetime) -> dict[str
     messages = [item.message for item in items]
     params: dict[str, Any] = {
         "n": len(items),
-        "message_ids": [m.message_id for m in messages],
-        "agui_ids": [_key(m.agui_id) for m in messages],
-        "roles": [m.role.value for m in messages],
-        "kinds": [m.kind.value for m in messages],
-        "run_ids": [_key(m.run_id) for m in messages],
-        "request_ids": [_key(m.request_id) for m in messages],
-        "block_ids": [_key(m.block_id) for m in messages],
+        **column_arrays(messages),
         "created_ats": [m.created_at or now for m in messages],
         "fingerprints": [item.fingerprint for item in items],
         "bodies": [item.body for item in items],
     }
     if any(m.tool_calls or m.reasonings for m in messages):
-        params.update(_refs(items))
+        params.update(nested_refs(items))
     return params
 
 
@@ -183,8 +177,8 @@ def _step_params(records: Sequence[Step], bodies: Sequence[str], marker: str) ->
         "seq_marker": marker,
         "k": len(records),
         "step_ids": [s.step_id for s in records],
-        "step_runs": [_key(s.run_id) for s in records],
-        "step_stacks": [_key(s.stack_id) for s in records],
+        "step_runs": [key_param(s.run_id) for s in records],
+        "step_stacks": [key_param(s.stack_id) for s in records],
         "step_statuses": [s.status.value for s in records],
         "step_createds": [s.created_at for s in records],
         "step_bodies": list(bodies),
@@ -229,7 +223,7 @@ async def commit_run_one(
     params: dict[str, Any] = {
         "chat_id": run.chat_id,
         "now": now,
-        "run_id": _key(run.run_id),
+        "run_id": key_param(run.run_id),
         "status": run.status.value,
         "lease": run.lease_expires_at,
         "updated_at": run.updated_at,
