@@ -8,8 +8,8 @@ Run from the repository root:
 Uses the database ``threadkeep_bench`` on the server of ``THREADKEEP_TEST_POSTGRES_URL``, in a
 schema created for the run and dropped afterwards (SQLite: a temporary file per repetition).
 Each line runs ``--reps`` times (default 3), the clients alternating in order; the median
-wall time is printed, with messages per second and the ratio to the raw client of the same
-repetition (median of the per-repetition ratios):
+wall time is printed, with messages per second, the ratio to the raw client of the same
+repetition (median of the per-repetition ratios) and the client's CPU seconds:
 
 - load: ``Store.load_messages`` of N messages (default 1,000,000) into one chat, against raw
   asyncpg ``copy_records_to_table`` of the same rows (bodies and fingerprints encoded before
