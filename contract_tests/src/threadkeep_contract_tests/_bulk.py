@@ -256,9 +256,7 @@ class BulkLoadTests(ContractBase):
         assert await self.raw_messages(store, chat.chat_id) == rows
 
     @pytest.mark.asyncio
-    async def test_agui_ids_with_nul_and_backslash_are_found_on_a_rerun(
-        self, store: Store
-    ) -> None:
+    async def test_agui_ids_with_nul_and_backslash_are_found_on_a_rerun(self, store: Store) -> None:
         """Key escapes (U+0000, backslash) do not hide a stored ``agui_id`` from a re-run."""
         chat = await store.create_chat("u-bulk", "t-keys")
         ids = ["a\x00b", "a\\0b", "a\\\\b", "plain", "é\x00"]
