@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import ClassVar
+from typing import Any, ClassVar
 from uuid import UUID
 
 import pytest
@@ -82,7 +82,7 @@ class SeqCollisionTests(ContractBase):
                 break
             cursor = page.next_cursor
         assert [m.content for m in items] == contents, "messages lost, duplicated or reordered"
-        seqs = [m.seq for m in items]
+        seqs = [m.seq or 0 for m in items]
         assert seqs == sorted(set(seqs)), f"seqs not strictly increasing: {seqs}"
         raw = await self.raw_live_messages(store, chat_id)
         assert [r.content for r in raw] == contents, "the stored rows differ from the reads"
@@ -155,7 +155,7 @@ class SeqCollisionTests(ContractBase):
         async with store_factory() as store:
             chat_id, moved = await self._seeded_ahead(store, "t-damaged-ahead", 1)
             assert moved.seq is not None
-            damager = getattr(self, "damage_row", None)
+            damager: Any = getattr(self, "damage_row", None)
             column = None
             for damage in DAMAGES if damager is not None else ():
                 column = await damager(store, "message", chat_id, moved.seq, damage)
