@@ -22,7 +22,7 @@ import pytest
 from threadkeep import CorruptRecord, RunStatus, Step, Store
 
 from ._base import ContractBase
-from ._corrupt_rows import DAMAGES
+from ._corrupt_rows import DAMAGES, write_damage
 from ._steps import steps_capability
 
 __all__ = ["DamagedRecordTests"]
@@ -41,14 +41,7 @@ class DamagedRecordTests(ContractBase):
     async def _damage(
         self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
     ) -> str | None:
-        writer = getattr(self, "damage_row", None)
-        if writer is None:
-            pytest.skip(
-                f"{type(self).__name__} has no back-door write "
-                "`async def damage_row(self, store, kind, chat_id, seq, damage) -> str | None`"
-            )
-        column: str | None = await writer(store, kind, chat_id, seq, damage)
-        return column
+        return await write_damage(self, store, kind, chat_id, seq=seq, damage=damage)
 
     async def _damaged_reads(self, store: Store, damage: str) -> tuple[UUID, Step, Reads]:
         """A chat with three steps and a run, step 2 and the run damaged: the reads to try."""

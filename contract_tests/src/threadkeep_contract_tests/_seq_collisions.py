@@ -25,6 +25,7 @@ from threadkeep import CorruptRecord, Message, Store
 
 from ._base import ContractBase, StoreFactory
 from ._corrupt_rows import DAMAGES
+from ._helpers import walk_messages
 from ._steps import steps_capability
 
 __all__ = ["SeqCollisionTests"]
@@ -73,14 +74,7 @@ class SeqCollisionTests(ContractBase):
 
     async def _check_whole(self, store: Store, chat_id: UUID, contents: list[str]) -> None:
         """Every message once, in seq order, as the store and the back door see them."""
-        items: list[Message] = []
-        cursor: str | None = None
-        while True:
-            page = await store.list_messages(chat_id, limit=5, cursor=cursor)
-            items[:0] = page.items
-            if not page.has_more:
-                break
-            cursor = page.next_cursor
+        items = (await walk_messages(store, chat_id, limit=5)).items
         assert [m.content for m in items] == contents, "messages lost, duplicated or reordered"
         seqs = [m.seq or 0 for m in items]
         assert seqs == sorted(set(seqs)), f"seqs not strictly increasing: {seqs}"
