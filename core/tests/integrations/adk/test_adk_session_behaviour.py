@@ -33,6 +33,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions import DatabaseSessionService, InMemorySessionService
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from threadkeep.integrations.adk import ThreadkeepSessionService
@@ -126,7 +127,8 @@ async def test_a_created_session_reads_back_equal_and_is_gone_once_deleted(
 ) -> None:
     created = await service.create_session(app_name=app, user_id="ann", state={"k": "v"})
     assert (created.app_name, created.user_id, created.state) == (app, "ann", {"k": "v"})
-    assert created.id and not created.events
+    assert created.id
+    assert not created.events
     assert created.last_update_time <= time.time()
     got = await service.get_session(app_name=app, user_id="ann", session_id=created.id)
     assert got == created
@@ -144,7 +146,8 @@ async def test_an_explicit_id_that_exists_is_refused(service: BaseSessionService
     with pytest.raises(AlreadyExistsError):
         await service.create_session(app_name=app, user_id="ann", session_id="dup")
     kept = await service.get_session(app_name=app, user_id="ann", session_id="dup")
-    assert kept is not None and kept.state == {"a": 1}
+    assert kept is not None
+    assert kept.state == {"a": 1}
 
 
 async def test_list_sessions_of_a_user_holds_each_with_its_state(
@@ -186,9 +189,12 @@ async def test_a_session_id_is_per_user(service: BaseSessionService, app: str) -
     await service.append_event(ann, Event(invocation_id="inv1", author="user"))
     await service.create_session(app_name=app, user_id="bob", session_id="same")
     bobs = await service.get_session(app_name=app, user_id="bob", session_id="same")
-    assert bobs is not None and bobs.user_id == "bob" and bobs.events == []
+    assert bobs is not None
+    assert bobs.user_id == "bob"
+    assert bobs.events == []
     anns = await service.get_session(app_name=app, user_id="ann", session_id="same")
-    assert anns is not None and len(anns.events) == 1
+    assert anns is not None
+    assert len(anns.events) == 1
 
 
 async def test_concurrent_creates_on_a_fresh_service_all_succeed(
@@ -250,7 +256,8 @@ async def test_session_state_stays_in_its_session(service: BaseSessionService, a
         first, Event(invocation_id="i", author="user", actions=_delta(sk2="v2"))
     )
     got = await service.get_session(app_name=app, user_id="ann", session_id="s1")
-    assert got is not None and got.state == {"sk1": "v1", "sk2": "v2"}
+    assert got is not None
+    assert got.state == {"sk1": "v1", "sk2": "v2"}
     sibling = await service.create_session(app_name=app, user_id="ann", session_id="s1b")
     assert sibling.state == {}
 
@@ -261,10 +268,12 @@ async def test_temp_state_reaches_the_session_object_but_is_never_stored(
     session = await service.create_session(app_name=app, user_id="ann", session_id="s")
     event = Event(invocation_id="i", author="user", actions=_delta(**{"temp:k1": "v1", "sk": "v2"}))
     await service.append_event(session, event)
-    assert session.state["temp:k1"] == "v1" and session.state["sk"] == "v2"
+    assert session.state["temp:k1"] == "v1"
+    assert session.state["sk"] == "v2"
     assert event.actions.state_delta == {"sk": "v2"}
     stored = await service.get_session(app_name=app, user_id="ann", session_id="s")
-    assert stored is not None and stored.state == {"sk": "v2"}
+    assert stored is not None
+    assert stored.state == {"sk": "v2"}
     assert stored.events[0].actions.state_delta == {"sk": "v2"}
 
 
@@ -349,7 +358,8 @@ async def test_bytes_in_content_and_grounding_metadata_round_trip(
     await service.append_event(session, event)
     assert session.events[0].content == content
     got = await service.get_session(app_name=app, user_id="ann", session_id=session.id)
-    assert got is not None and len(got.events) == 1
+    assert got is not None
+    assert len(got.events) == 1
     assert got.events[0].content == content
     assert got.events[0].grounding_metadata == grounding
 
@@ -386,6 +396,35 @@ async def test_function_calls_and_responses_round_trip_in_order(
     assert got.events[2].get_function_responses() == [reply]
 
 
+async def test_requested_tool_confirmations_round_trip_as_typed_objects(
+    service: BaseSessionService, app: str
+) -> None:
+    asked = {
+        "call-1": ToolConfirmation(confirmed=False, hint="First action"),
+        "call-2": ToolConfirmation(confirmed=True, hint="Approve", payload={"amount": 100}),
+    }
+    session = await service.create_session(app_name=app, user_id="ann")
+    events = [
+        Event(
+            id="event-asks",
+            invocation_id="inv",
+            author="agent",
+            content=types.Content(role="model", parts=[types.Part(text="May I?")]),
+            actions=EventActions(requested_tool_confirmations=asked),
+        ),
+        Event(id="event-plain", invocation_id="inv", author="user", actions=EventActions()),
+    ]
+    for event in events:
+        assert (await service.append_event(session, event)).id == event.id
+    got = await service.get_session(app_name=app, user_id="ann", session_id=session.id)
+    assert got is not None
+    assert [e.id for e in got.events] == ["event-asks", "event-plain"]
+    confirmations = got.events[0].actions.requested_tool_confirmations
+    assert confirmations == asked
+    assert all(isinstance(c, ToolConfirmation) for c in confirmations.values())
+    assert got.events[1].actions.requested_tool_confirmations == {}
+
+
 async def test_last_update_time_follows_the_newest_event(
     service: BaseSessionService, app: str
 ) -> None:
@@ -408,9 +447,12 @@ async def test_partial_events_are_neither_kept_nor_stored(
         session, Event(author="user", partial=True, actions=_delta(k="v"))
     )
     assert returned.partial is True
-    assert session.events == [] and "k" not in session.state
+    assert session.events == []
+    assert "k" not in session.state
     got = await service.get_session(app_name=app, user_id="ann", session_id=session.id)
-    assert got is not None and got.events == [] and got.state == {}
+    assert got is not None
+    assert got.events == []
+    assert got.state == {}
 
 
 async def test_get_session_config_cuts_the_events(service: BaseSessionService, app: str) -> None:
@@ -452,7 +494,8 @@ async def test_a_small_time_drift_on_a_current_session_still_appends(
         session, Event(invocation_id="inv2", author="user", timestamp=first.timestamp + 10)
     )
     got = await service.get_session(app_name=app, user_id="ann", session_id="s")
-    assert got is not None and [e.invocation_id for e in got.events] == ["inv1", "inv2"]
+    assert got is not None
+    assert [e.invocation_id for e in got.events] == ["inv1", "inv2"]
 
 
 async def test_a_current_session_without_its_marker_still_appends(
@@ -467,7 +510,8 @@ async def test_a_current_session_without_its_marker_still_appends(
         session, Event(invocation_id="inv2", author="user", timestamp=first.timestamp + 10)
     )
     got = await service.get_session(app_name=app, user_id="ann", session_id="s")
-    assert got is not None and [e.invocation_id for e in got.events] == ["inv1", "inv2"]
+    assert got is not None
+    assert [e.invocation_id for e in got.events] == ["inv1", "inv2"]
 
 
 async def test_an_append_through_a_stale_session_is_refused(
@@ -485,7 +529,8 @@ async def test_an_append_through_a_stale_session_is_refused(
         fresh, Event(invocation_id="inv2", author="user", timestamp=now + 2, actions=_delta(b=2))
     )
     assert original.last_update_time < fresh.last_update_time
-    assert len(original.events) == 1 and "b" not in original.state
+    assert len(original.events) == 1
+    assert "b" not in original.state
     late = Event(invocation_id="inv3", author="user", timestamp=now + 3, actions=_delta(c=3))
     with pytest.raises(ValueError, match="modified in storage"):
         await service.append_event(original, late)
@@ -523,9 +568,11 @@ async def test_of_two_concurrent_writers_from_one_read_exactly_one_wins(
         )
         errors = [r for r in results if isinstance(r, BaseException)]
         assert len(errors) == 1, results
-        assert isinstance(errors[0], ValueError) and "modified in storage" in str(errors[0])
+        assert isinstance(errors[0], ValueError)
+        assert "modified in storage" in str(errors[0])
     final = await service.get_session(app_name=app, user_id="ann", session_id=session.id)
-    assert final is not None and len(final.events) == rounds
+    assert final is not None
+    assert len(final.events) == rounds
     for i in range(rounds):
         won = {key for key in final.state if key.startswith(f"k{i}-")}
         assert len(won) == 1
