@@ -42,6 +42,8 @@ from threadkeep.sync import SyncStore
 THREADKEEP_BACKENDS = ("sqlite", "postgresql", "mongodb")
 STALE_CHECKING = ["adk-database-sqlite"] + [f"threadkeep-{b}" for b in THREADKEEP_BACKENDS]
 SERVICES = ["adk-in-memory", *STALE_CHECKING]
+# The services that refuse an append through a stale session object.
+stale_checking = pytest.mark.parametrize("service", STALE_CHECKING, indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -89,18 +91,10 @@ async def service(
     tmp_path: Path,
     threadkeep_stores: Callable[[str], SyncStore],
 ) -> AsyncIterator[BaseSessionService]:
-    """Each session service under test, empty as far as the test's app names go."""
-    async for made in _service(request.param, tmp_path, threadkeep_stores):
-        yield made
+    """Each session service under test, empty as far as the test's app names go.
 
-
-@pytest.fixture(params=STALE_CHECKING)
-async def checking_service(
-    request: pytest.FixtureRequest,
-    tmp_path: Path,
-    threadkeep_stores: Callable[[str], SyncStore],
-) -> AsyncIterator[BaseSessionService]:
-    """The session services that refuse an append through a stale session object."""
+    A test narrows the services with ``@stale_checking`` (indirect parametrization).
+    """
     async for made in _service(request.param, tmp_path, threadkeep_stores):
         yield made
 
@@ -483,28 +477,17 @@ async def test_get_session_config_cuts_the_events(service: BaseSessionService, a
 # ---- session objects that are behind storage ------------------------------------------------
 
 
-async def test_a_small_time_drift_on_a_current_session_still_appends(
-    service: BaseSessionService, app: str
+@pytest.mark.parametrize("drop_marker", [False, True], ids=["with-marker", "without-marker"])
+async def test_a_current_session_with_a_small_time_drift_still_appends(
+    service: BaseSessionService, app: str, drop_marker: bool
 ) -> None:
+    """A float round trip of ``last_update_time`` is no newer writer, with or without the
+    storage marker ``DatabaseSessionService`` sets on the session object."""
     session = await service.create_session(app_name=app, user_id="ann", session_id="s")
     first = Event(invocation_id="inv1", author="user", timestamp=session.last_update_time + 10)
     await service.append_event(session, first)
-    session.last_update_time -= 0.0001  # a float round trip, not a newer writer
-    await service.append_event(
-        session, Event(invocation_id="inv2", author="user", timestamp=first.timestamp + 10)
-    )
-    got = await service.get_session(app_name=app, user_id="ann", session_id="s")
-    assert got is not None
-    assert [e.invocation_id for e in got.events] == ["inv1", "inv2"]
-
-
-async def test_a_current_session_without_its_marker_still_appends(
-    service: BaseSessionService, app: str
-) -> None:
-    session = await service.create_session(app_name=app, user_id="ann", session_id="s")
-    first = Event(invocation_id="inv1", author="user", timestamp=session.last_update_time + 10)
-    await service.append_event(session, first)
-    session._storage_update_marker = None
+    if drop_marker:
+        session._storage_update_marker = None
     session.last_update_time -= 0.0001
     await service.append_event(
         session, Event(invocation_id="inv2", author="user", timestamp=first.timestamp + 10)
@@ -514,10 +497,10 @@ async def test_a_current_session_without_its_marker_still_appends(
     assert [e.invocation_id for e in got.events] == ["inv1", "inv2"]
 
 
+@stale_checking
 async def test_an_append_through_a_stale_session_is_refused(
-    checking_service: BaseSessionService, app: str
+    service: BaseSessionService, app: str
 ) -> None:
-    service = checking_service
     now = time.time()
     original = await service.create_session(app_name=app, user_id="ann")
     await service.append_event(
@@ -540,10 +523,10 @@ async def test_an_append_through_a_stale_session_is_refused(
     assert final.state == {"a": 1, "b": 2}
 
 
+@stale_checking
 async def test_of_two_concurrent_writers_from_one_read_exactly_one_wins(
-    checking_service: BaseSessionService, app: str
+    service: BaseSessionService, app: str
 ) -> None:
-    service = checking_service
     session = await service.create_session(app_name=app, user_id="ann")
     rounds = 4
     for i in range(rounds):
