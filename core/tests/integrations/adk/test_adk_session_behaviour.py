@@ -112,8 +112,12 @@ def _delta(**state: Any) -> EventActions:
 # ---- create, get, list, delete -------------------------------------------------------------
 
 
-async def test_an_unknown_session_is_none(service: BaseSessionService, app: str) -> None:
+async def test_an_unknown_session_is_none_and_deleting_it_is_a_no_op(
+    service: BaseSessionService, app: str
+) -> None:
     assert await service.get_session(app_name=app, user_id="ann", session_id="nope") is None
+    await service.delete_session(app_name=app, user_id="ann", session_id="nope")
+    assert (await service.list_sessions(app_name=app, user_id="ann")).sessions == []
 
 
 async def test_a_created_session_reads_back_equal_and_is_gone_once_deleted(
@@ -176,6 +180,20 @@ async def test_list_sessions_per_user_and_for_all_users(
     assert await listed("bob") == {"bob-1": ("bob", {"of": "bob-1"})}
     assert await listed(None) == {n: (u, {"of": n}) for n, u in owners.items()}
     assert await listed("nobody") == {}
+
+
+async def test_listed_sessions_hold_merged_state_and_no_events(
+    service: BaseSessionService, app: str
+) -> None:
+    session = await service.create_session(app_name=app, user_id="ann", session_id="s")
+    await service.append_event(
+        session,
+        Event(author="user", actions=_delta(**{"app:a": 1, "user:u": 2, "s": 3, "temp:t": 4})),
+    )
+    (listed,) = (await service.list_sessions(app_name=app, user_id="ann")).sessions
+    assert listed.id == "s"
+    assert listed.events == []
+    assert listed.state == {"app:a": 1, "user:u": 2, "s": 3}
 
 
 async def test_a_session_id_is_per_user(service: BaseSessionService, app: str) -> None:
