@@ -33,7 +33,7 @@ from threadkeep import PreparedMessage
 from ._runner import Runner
 from ._schema import escape_key
 
-__all__ = ["append_batch", "append_one"]
+__all__ = ["append_batch", "append_one", "batch_params"]
 
 
 def _key(value: str | None) -> str | None:
@@ -190,10 +190,20 @@ async def append_batch(
     not hot or one of the ``agui_id``s is already stored. A racing duplicate raises the
     database's unique violation (nothing written).
     """
+    params = {"chat_id": chat_id, "now": now, **batch_params(items, now)}
+    stmt = APPEND_BATCH_REFS if "ref_kinds" in params else APPEND_BATCH
+    first: int | None = await run.scalar(stmt, params)
+    return first
+
+
+def batch_params(items: Sequence[PreparedMessage], now: datetime) -> dict[str, Any]:
+    """Return the per-column arrays of a batch (``:n``, ``:message_ids``...) for ``unnest``.
+
+    The ``message_refs`` arrays (``:ref_kinds``...) are included only when a message
+    carries tool calls or reasonings. Key columns are escaped as ``KeyText`` escapes them.
+    """
     messages = [item.message for item in items]
     params: dict[str, Any] = {
-        "chat_id": chat_id,
-        "now": now,
         "n": len(items),
         "message_ids": [m.message_id for m in messages],
         "agui_ids": [_key(m.agui_id) for m in messages],
@@ -206,9 +216,6 @@ async def append_batch(
         "fingerprints": [item.fingerprint for item in items],
         "bodies": [item.body for item in items],
     }
-    stmt = APPEND_BATCH
     if any(m.tool_calls or m.reasonings for m in messages):
         params.update(_refs(items))
-        stmt = APPEND_BATCH_REFS
-    first: int | None = await run.scalar(stmt, params)
-    return first
+    return params
