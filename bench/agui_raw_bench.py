@@ -58,7 +58,8 @@ from threadkeep import (
 )
 from threadkeep._dedup import chat_deduplication_key
 from threadkeep.agui import StorageAgent
-from threadkeep_sql._pg_commit import _message_params, _step_params, commit_statement
+from threadkeep_sql._pg_append import batch_params
+from threadkeep_sql._pg_commit import _step_params, commit_statement
 from threadkeep_sql._runner import RawStatement
 
 _FIND = "SELECT chat_id, body FROM chats WHERE dedup_key = $1 AND deleted_at IS NULL"
@@ -107,7 +108,7 @@ class RawClient:
             "body": self.store.record_body(run),
             "revision": 0,
             "created_at": now,
-            **_message_params([self.store.prepare(user)], now),
+            **batch_params([self.store.prepare(user)], now),
         }
         await self.commit(self.begin, begin)
         parts: list[str] = []
@@ -146,7 +147,7 @@ class RawClient:
             "updated_at": end,
             "body": self.store.record_body(ended),
             "expected": 0,
-            **_message_params([self.store.prepare(answer)], end),
+            **batch_params([self.store.prepare(answer)], end),
             **_step_params([step], [self.store.record_body(step)], marker),
         }
         row = await self.commit(self.end, params)

@@ -610,3 +610,33 @@ class DriverPrimitives(ABC):
             results = inserted
         saved = await self._save_steps(steps, now) if steps else []
         return stored, results, saved
+
+    async def _read_run_context(
+        self, chat_id: UUID, agui_ids: Sequence[str], limit: int
+    ) -> tuple[Message | None, list[Message], bool, dict[str, Message]] | None:
+        """Return what a run reads before it begins, or ``None`` if the chat is not hot.
+
+        ``(boundary, batch, more, held)``: ``_last_boundary(chat_id)``; the visible
+        messages with ``seq`` above that boundary's (above 0 without one), seq ASC, at most
+        ``limit`` (``_messages_after``); whether more may follow the batch (``False`` only
+        when the batch is known to be the last); and, for each of ``agui_ids`` a visible
+        message holds, that message (``_get_message_by_agui_id``). ``None`` when the chat
+        is missing, deleted or archived. Damaged rows are rebuilt as those primitives
+        rebuild them (``rebuilt_each``).
+
+        Optional (``Store.run_context``, what ``StorageAgent`` reads at a run's start):
+        this default makes those calls one by one, after ``_get_chat``; a driver overrides
+        it to answer in one round trip.
+        """
+        chat = await self._get_chat(chat_id)
+        if chat is None or chat.deleted_at is not None or chat.status is not ChatStatus.ACTIVE:
+            return None
+        boundary = await self._last_boundary(chat_id)
+        after = 0 if boundary is None or boundary.seq is None else boundary.seq
+        batch = await self._messages_after(chat_id, after, limit)
+        held: dict[str, Message] = {}
+        for agui_id in dict.fromkeys(agui_ids):
+            found = await self._get_message_by_agui_id(chat_id, agui_id)
+            if found is not None:
+                held[agui_id] = found
+        return boundary, batch, bool(batch), held

@@ -13,19 +13,31 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from ._boundary_rules import is_compaction
 from ._content import PreparedMessage, check_content, validate_model
+from ._corrupt import collecting
 from ._driver import DriverPrimitives
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import notify_messages_committed
 from ._runs import Run, RunStatus, Step
-from ._store_args import as_enum, as_id, as_items, as_model, as_positive_seconds, as_text
+from ._store_args import (
+    as_enum,
+    as_id,
+    as_items,
+    as_model,
+    as_positive_seconds,
+    as_str,
+    as_text,
+)
+from ._store_context import trim_orphan_tool_results
 from ._store_messages import MessageInput, _conflict_text, _dedupe_batch
 from ._store_runs import RunOps
 
 __all__ = ["RunBatchOps"]
 
 _CAS_ATTEMPTS = 16
+_CONTEXT_BATCH = 200  # messages per read of a run's context (``ContextOps._collect_after``)
 
 
 class RunBatchOps(RunOps):
@@ -113,6 +125,7 @@ class RunBatchOps(RunOps):
         steps: Sequence[Step] = (),
         error: str | None = None,
         metadata: dict[str, Any] | None = None,
+        current: Run | None = None,
     ) -> Run:
         """End ``owner``'s active run and write its records, in one write.
 
@@ -130,6 +143,11 @@ class RunBatchOps(RunOps):
                 ``step_id``.
             error: What went wrong, for an errored run.
             metadata: Merged into the run's ``metadata`` (a dict; no NaN or infinity).
+            current: The run as this caller last got it (from :meth:`begin_run`,
+                :meth:`heartbeat_run` or :meth:`claim_run`), used instead of reading it
+                first. The write is a compare-and-set on its ``revision``, so a copy that
+                is no longer current only costs the read: the run is then read and
+                checked as without it. One of another chat or run is ignored.
 
         Returns:
             The ended run.
@@ -164,11 +182,17 @@ class RunBatchOps(RunOps):
         for step in given:
             self.record_body(step)
         prepared = await self._prepared_batch(chat_id, messages)
+        known = current if isinstance(current, Run) and current.chat_id == chat_id else None
+        if known is not None and known.run_id != run_id:
+            known = None
         for attempt in range(_CAS_ATTEMPTS):
             # First the run alone (one read): a driver whose _commit_run checks the chat
             # writes nothing unless it is live and hot, and then the chat is looked at.
             quick = attempt == 0 and self._commit_checks_chat()
-            current = await self._get_run(chat_id, run_id) if quick else None
+            if quick:
+                current = known if known is not None else await self._get_run(chat_id, run_id)
+            else:
+                current = None
             if current is None or current.status is not RunStatus.ACTIVE or current.owner != owner:
                 await self._require_hot_chat(chat_id)  # ChatNotFound first, as always
                 current = await self.get_run(chat_id, run_id)
@@ -190,6 +214,55 @@ class RunBatchOps(RunOps):
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
         raise Conflict(f"run {run_id!r} kept changing under concurrent writers")
+
+    async def run_context(
+        self, chat_id: UUID | str, *, agui_ids: Sequence[str] = ()
+    ) -> tuple[list[Message], dict[str, Message]]:
+        """Return what a run reads before it begins: its context and the messages it names.
+
+        The same as :meth:`context_messages` and one :meth:`get_message_by_agui_id` per
+        id, in one round trip where the driver can (the optional primitive
+        ``_read_run_context``): ``StorageAgent`` reads the chat's context for the inner
+        agent and looks up the client's new message ids before every run.
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            agui_ids: Client message ids to look up (for example the run's new inbound
+                messages).
+
+        Returns:
+            ``(context, held)``: the context window, oldest first (exactly
+            ``context_messages(chat_id)``), and each id of ``agui_ids`` that a visible
+            message of the chat holds, mapped to that message.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted.
+            InvalidArgument: If ``chat_id`` is not an id or an id is not a ``str``.
+            CorruptRecord: If a message read is damaged (as those calls raise it).
+            BackendUnavailable: If the backend fails.
+        """
+        self._require_open()
+        chat_id = as_id(chat_id, "chat_id")
+        ids = list(dict.fromkeys(as_str(a, "agui_ids[]") for a in as_items(agui_ids, "agui_ids")))
+        with collecting(self.corrupt_records) as skipped:
+            read = await self._read_run_context(chat_id, ids, _CONTEXT_BATCH)
+        if read is not None and not skipped:
+            boundary, batch, more, held = read
+            if boundary is None or not is_compaction(boundary):
+                # Nothing visible follows the last boundary but messages: the batch is the
+                # start of the window (a compaction's summary window takes the full path).
+                body = list(batch)
+                if more and batch and batch[-1].seq is not None:
+                    body += await self._collect_after(chat_id, batch[-1].seq)
+                return trim_orphan_tool_results(body), held
+        # Not hot (archived: rehydrated), a compaction, or damaged rows skipped: the calls.
+        context = await self.context_messages(chat_id)
+        found: dict[str, Message] = {}
+        for agui_id in ids:
+            message = await self.get_message_by_agui_id(chat_id, agui_id)
+            if message is not None:
+                found[agui_id] = message
+        return context, found
 
     def _commit_checks_chat(self) -> bool:
         """Whether the driver's own ``_commit_run`` writes nothing unless the chat is hot.

@@ -12,6 +12,8 @@ import secrets
 from collections.abc import Sequence
 from datetime import datetime
 from functools import partial
+from typing import Any
+from uuid import UUID
 
 import sqlalchemy as sa
 
@@ -22,12 +24,21 @@ from ._lite import run_on_thread
 from ._lite_commit import LOCK_RUN, commit_on_thread
 from ._messages import MessagesMixin
 from ._pg_commit import commit_run_one
+from ._run_reads import PG_RUN_CONTEXT, lite_run_context, pg_params
 from ._runs import RunsMixin, run_values
 from ._schema import runs
 
 __all__ = ["CommitMixin"]
 
 CommitResult = tuple[Run, list[tuple[Message, bool]], list[Step]]
+_HOT_PART = 3
+
+
+class _Undecided:
+    """``_commit_run_fast``: the one statement wrote nothing, and the transaction decides why."""
+
+
+_UNDECIDED = _Undecided()
 
 
 class CommitMixin(MessagesMixin, RunsMixin):
@@ -45,9 +56,30 @@ class CommitMixin(MessagesMixin, RunsMixin):
             return await self._commit_run_lite(run, expected_revision, messages, steps, now)
         if self._db.has_raw_driver:
             fast = await self._commit_run_fast(run, expected_revision, messages, steps, now)
-            if fast is not None:
+            if not isinstance(fast, _Undecided):
                 return fast
         return await self._commit_run_transaction(run, expected_revision, messages, steps, now)
+
+    async def _read_run_context(
+        self, chat_id: UUID, agui_ids: Sequence[str], limit: int
+    ) -> tuple[Message | None, list[Message], bool, dict[str, Message]] | None:
+        if self._db.dialect == "sqlite":
+            work = partial(lite_run_context, chat_id=chat_id, agui_ids=agui_ids, limit=limit)
+            rows: Sequence[Sequence[Any]] = await run_on_thread(self._db, work, write=False)
+        else:
+            async with self._db.runner() as runner:
+                rows = await runner.all(PG_RUN_CONTEXT, pg_params(chat_id, agui_ids, limit))
+        if not any(row[0] == _HOT_PART for row in rows):
+            return None
+        parts: dict[int, list[Sequence[Any]]] = {0: [], 1: [], 2: []}
+        for part, *columns in rows:
+            if part != _HOT_PART:
+                parts[part].append(columns)
+        boundaries = self._message_rows(parts[0])
+        window = self._message_rows(parts[1])
+        held = {m.agui_id: m for m in self._message_rows(parts[2]) if m.agui_id is not None}
+        boundary = boundaries[0] if boundaries else None
+        return boundary, window, len(parts[1]) >= limit, held
 
     async def _commit_run_fast(
         self,
@@ -56,12 +88,18 @@ class CommitMixin(MessagesMixin, RunsMixin):
         messages: Sequence[PreparedMessage],
         steps: Sequence[Step],
         now: datetime,
-    ) -> CommitResult | None:
-        """PostgreSQL: the batch in one statement, or ``None`` to take the transaction."""
+    ) -> CommitResult | _Undecided | None:
+        """PostgreSQL: the batch in one statement.
+
+        Returns:
+            The result; ``None`` when the run check failed (nothing written); or
+            ``_UNDECIDED`` when the transaction must decide (the chat is not hot, a message
+            or step of the batch is stored, a racing duplicate, a batch shape it leaves out).
+        """
         if len({s.step_id for s in steps}) != len(steps) or any(
             s.chat_id != run.chat_id for s in steps
         ):
-            return None  # a step given twice, or of another chat: the transaction decides
+            return _UNDECIDED  # a step given twice, or of another chat
         marker = f'"seq":{2**62 + secrets.randbits(60)}'
         records: list[Step] = []
         bodies: list[tuple[Step, str]] = []
@@ -72,7 +110,7 @@ class CommitMixin(MessagesMixin, RunsMixin):
             record = record.model_copy(update={"updated_at": now})
             body = self.record_body(record)
             if body.count(marker) != 1:
-                return None  # the marker also occurs in the step's own data
+                return _UNDECIDED  # the marker also occurs in the step's own data
             records.append(record)
             bodies.append((record, body))
         revision = run.revision if expected_revision is None else expected_revision + 1
@@ -91,11 +129,13 @@ class CommitMixin(MessagesMixin, RunsMixin):
                 )
             except Exception as exc:
                 if is_unique_violation(exc):  # a racing duplicate: nothing was written
-                    return None
+                    return _UNDECIDED
                 raise
-        if row is None or row[0] != revision:
-            return None
-        _, first_seq, first_step = row
+        written, first_seq, first_step = row
+        if written is None:
+            return None if first_seq is not None else _UNDECIDED
+        if written != revision or first_seq is None or first_step is None:
+            return _UNDECIDED  # not a row this statement returns for a write
         results = [
             (self._new(item, run.chat_id, first_seq + i, now), True)
             for i, item in enumerate(messages)

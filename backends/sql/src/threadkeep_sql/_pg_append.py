@@ -33,7 +33,14 @@ from threadkeep import Message, PreparedMessage
 from ._runner import Runner
 from ._schema import escape_key
 
-__all__ = ["append_batch", "append_one", "column_arrays", "key_param", "nested_refs"]
+__all__ = [
+    "append_batch",
+    "append_one",
+    "batch_params",
+    "column_arrays",
+    "key_param",
+    "nested_refs",
+]
 
 
 def key_param(value: str | None) -> str | None:
@@ -204,19 +211,26 @@ async def append_batch(
     not hot or one of the ``agui_id``s is already stored. A racing duplicate raises the
     database's unique violation (nothing written).
     """
+    params = {"chat_id": chat_id, "now": now, **batch_params(items, now)}
+    stmt = APPEND_BATCH_REFS if "ref_kinds" in params else APPEND_BATCH
+    first: int | None = await run.scalar(stmt, params)
+    return first
+
+
+def batch_params(items: Sequence[PreparedMessage], now: datetime) -> dict[str, Any]:
+    """Return the per-column arrays of a batch (``:n``, ``:message_ids``...) for ``unnest``.
+
+    The ``message_refs`` arrays (``:ref_kinds``...) are included only when a message
+    carries tool calls or reasonings. Key columns are escaped as ``KeyText`` escapes them.
+    """
     messages = [item.message for item in items]
     params: dict[str, Any] = {
-        "chat_id": chat_id,
-        "now": now,
         "n": len(items),
         **column_arrays(messages),
         "created_ats": [m.created_at or now for m in messages],
         "fingerprints": [item.fingerprint for item in items],
         "bodies": [item.body for item in items],
     }
-    stmt = APPEND_BATCH
     if any(m.tool_calls or m.reasonings for m in messages):
         params.update(nested_refs(items))
-        stmt = APPEND_BATCH_REFS
-    first: int | None = await run.scalar(stmt, params)
-    return first
+    return params

@@ -33,7 +33,7 @@ from sqlalchemy import TextClause, text
 
 from threadkeep import PreparedMessage, Run, Step
 
-from ._pg_append import column_arrays, key_param, nested_refs
+from ._pg_append import batch_params, key_param
 from ._runner import Runner
 
 __all__ = ["commit_run_one", "commit_statement"]
@@ -55,8 +55,9 @@ def commit_statement(*, insert: bool, messages: bool, refs: bool, steps: bool) -
         steps: The batch inserts steps.
 
     Returns:
-        A statement returning one row ``(revision, next_seq, next_step_seq)`` when it wrote
-        the batch, none when it wrote nothing.
+        A statement returning one row ``(revision, next_seq, next_step_seq)``: all set when
+        it wrote the batch; ``revision`` null when it wrote nothing, and then
+        ``next_seq`` null too unless only the run check failed.
     """
     guards = ""
     if messages:
@@ -95,7 +96,9 @@ def commit_statement(*, insert: bool, messages: bool, refs: bool, steps: bool) -
     if bumps:
         sets = ", ".join(bumps)
         parts.append(f"b AS (UPDATE chats SET {sets} FROM c, r WHERE chats.chat_id = :chat_id)")  # noqa: S608
-    select = "SELECT r.revision, c.next_seq, c.next_step_seq FROM c, r"
+    select = (
+        "SELECT (SELECT revision FROM r), (SELECT next_seq FROM c), (SELECT next_step_seq FROM c)"
+    )
     sql = "WITH " + ",\n".join(parts) + "\n" + select
     return text(sql)
 
@@ -158,20 +161,6 @@ _STEPS = """s AS (
 )"""
 
 
-def _message_params(items: Sequence[PreparedMessage], now: datetime) -> dict[str, Any]:
-    messages = [item.message for item in items]
-    params: dict[str, Any] = {
-        "n": len(items),
-        **column_arrays(messages),
-        "created_ats": [m.created_at or now for m in messages],
-        "fingerprints": [item.fingerprint for item in items],
-        "bodies": [item.body for item in items],
-    }
-    if any(m.tool_calls or m.reasonings for m in messages):
-        params.update(nested_refs(items))
-    return params
-
-
 def _step_params(records: Sequence[Step], bodies: Sequence[str], marker: str) -> dict[str, Any]:
     return {
         "seq_marker": marker,
@@ -195,7 +184,7 @@ async def commit_run_one(
     steps: Sequence[tuple[Step, str]],
     seq_marker: str,
     now: datetime,
-) -> tuple[int, int, int] | None:
+) -> tuple[int | None, int | None, int | None]:
     """Write a run, its messages and its new steps in one statement.
 
     Args:
@@ -211,8 +200,10 @@ async def commit_run_one(
         now: The write time.
 
     Returns:
-        ``(stored revision, first message seq, first step seq)``, or ``None`` when
-        nothing was written (the caller then takes the transactional path).
+        ``(stored revision, first message seq, first step seq)`` when the batch was
+        written. Nothing was written when the revision is ``None``: then the first seq is
+        set only if the chat is hot and holds none of the batch's ids (the run check
+        failed); else the transactional path tells the cases apart.
     """
     stmt = commit_statement(
         insert=expected_revision is None,
@@ -234,10 +225,10 @@ async def commit_run_one(
     else:
         params["expected"] = expected_revision
     if items:
-        params.update(_message_params(items, now))
+        params.update(batch_params(items, now))
     if steps:
         params.update(_step_params([s for s, _ in steps], [b for _, b in steps], seq_marker))
     row = await run_on.first(stmt, params)
-    if row is None:
-        return None
-    return int(row[0]), int(row[1]), int(row[2])
+    if row is None:  # the statement always returns one row
+        return None, None, None
+    return row[0], row[1], row[2]

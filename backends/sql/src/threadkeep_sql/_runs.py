@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -14,6 +15,7 @@ from threadkeep import Conflict, Run, RunStatus, Step, StepStatus, as_utc, rebui
 
 from ._archive import step_values
 from ._base import SqlBase
+from ._lite import LiteOps, run_on_thread
 from ._schema import chats, message_refs, messages, runs, steps
 
 __all__ = ["RunsMixin", "run_values"]
@@ -34,6 +36,10 @@ _RESERVE_STEP_SEQS = (
     .values(next_step_seq=chats.c.next_step_seq + sa.bindparam("count"))
     .returning(chats.c.next_step_seq)
 )
+
+
+def _first_run(ops: LiteOps, params: dict[str, Any]) -> Sequence[Any] | None:
+    return ops.first(_GET_RUN, params)
 
 
 def run_values(run: Run, body: str) -> dict[str, Any]:
@@ -206,8 +212,13 @@ class RunsMixin(SqlBase):
         return stored
 
     async def _get_run(self, chat_id: UUID, run_id: str) -> Run | None:
-        async with self._db.read() as conn:
-            row = (await conn.execute(_GET_RUN, {"chat_id": chat_id, "run_id": run_id})).first()
+        params = {"chat_id": chat_id, "run_id": run_id}
+        row: Sequence[Any] | None
+        if self._db.dialect == "sqlite":  # one thread hop (``_lite``)
+            row = await run_on_thread(self._db, partial(_first_run, params=params), write=False)
+        else:  # PostgreSQL: on asyncpg directly (``_runner.PgRunner``)
+            async with self._db.runner() as run:
+                row = await run.first(_GET_RUN, params)
         return None if row is None else self._run(row)
 
     async def _replace_run(self, run: Run, expected_revision: int) -> Run | None:

@@ -30,8 +30,9 @@ from .._models import Chat, Message
 from .._paging import MessageFilter
 from .._runs import Run, RunStatus, Step, StepStatus, StepType
 from .._store import Store
+from ._channel import Channel
 from ._fold import EventFolder
-from ._inbound import classify_inbound, same_message
+from ._inbound import classify_inbound, newest_ids, same_message
 from ._state import FoldState
 from ._steps import RunContext, bind, unbind
 from ._translate import AguiMessage, translate_messages
@@ -226,7 +227,7 @@ class StorageAgent(EventFolder):
             yield opened
             return
         state = opened.state
-        queue: asyncio.Queue[BaseEvent | _StepChange | _End] = asyncio.Queue()
+        queue: Channel[BaseEvent | _StepChange | _End] = Channel()
         self.persistence = asyncio.create_task(self._persist(state, queue))
         _BACKGROUND.add(self.persistence)
         self.persistence.add_done_callback(_BACKGROUND.discard)
@@ -262,7 +263,11 @@ class StorageAgent(EventFolder):
     ) -> _Opened | RunErrorEvent:
         try:
             found = resume.chat if resume else await self._find_chat(input)
-            context = await self.store.context_messages(found.chat_id) if found else []
+            context: list[Message] = []
+            held: dict[str, Message] = {}
+            named = newest_ids(input.messages)
+            if found is not None:  # the context and the client's new ids, in one read
+                context, held = await self.store.run_context(found.chat_id, agui_ids=named)
             new, problem = await classify_inbound(
                 self.store,
                 found.chat_id if found else None,
@@ -270,14 +275,15 @@ class StorageAgent(EventFolder):
                 context,
                 run_id=input.run_id,
                 accept_any=self.accept_history,
+                looked_up=(set(named), held),
             )
             if problem is not None:
                 return RunErrorEvent(message=problem, code="INVALID_INPUT")
             chat = found or await self._create_chat(input)
             try:
-                await self._begin(chat, input, new)
+                begun = await self._begin(chat, input, new)
             except IdempotencyConflict as exc:
-                context, new = await self._begin_again(chat, input, new, exc)
+                context, new, begun = await self._begin_again(chat, input, new, exc)
         except Conflict as exc:
             return RunErrorEvent(message=str(exc), code="RUN_CONFLICT")
         except InvalidArgument as exc:  # the client's input (an empty threadId...), not the store
@@ -294,6 +300,7 @@ class StorageAgent(EventFolder):
             self.write_policy, self.store, self.materialize, flush_bytes=self.flush_bytes
         )
         state = FoldState(chat, input.run_id, stack_id, writer, agent_id=self.agent_id)
+        state.run_record = begun
         state.inbound_ids = {m.id for m in input.messages}
         state.history = [*context, *new]
         state.keep_events = self.keep_events
@@ -325,8 +332,8 @@ class StorageAgent(EventFolder):
                 return
             cursor = page.next_cursor
 
-    async def _begin(self, chat: Chat, input: RunAgentInput, new: list[Message]) -> None:
-        await self.store.begin_run(
+    async def _begin(self, chat: Chat, input: RunAgentInput, new: list[Message]) -> Run:
+        return await self.store.begin_run(
             chat.chat_id,
             input.run_id,
             owner=self.owner,
@@ -340,7 +347,7 @@ class StorageAgent(EventFolder):
         input: RunAgentInput,
         new: list[Message],
         conflict: IdempotencyConflict,
-    ) -> tuple[list[Message], list[Message]]:
+    ) -> tuple[list[Message], list[Message], Run]:
         """Begin the run after an inbound id collided with a message no read had found.
 
         The message holding it was stored meanwhile by a concurrent run of the same client
@@ -350,7 +357,8 @@ class StorageAgent(EventFolder):
         read again so the inner agent sees the stored message.
 
         Returns:
-            ``(context, new)``: the chat's context and the messages this run stored.
+            ``(context, new, run)``: the chat's context, the messages this run stored and
+            the run record ``begin_run`` returned.
 
         Raises:
             IdempotencyConflict: ``conflict``, if a visible message holds an inbound id
@@ -375,8 +383,8 @@ class StorageAgent(EventFolder):
             held = await self.store.get_message_by_agui_id(chat.chat_id, message.agui_id)
             if held is not None and not same_message(held, message):
                 raise conflict
-        await self._begin(chat, input, again)
-        return context, again
+        begun = await self._begin(chat, input, again)
+        return context, again, begun
 
     async def _find_chat(self, input: RunAgentInput) -> Chat | None:
         # A read first: create_chat is an (idempotent) write, needed once per thread only,
@@ -391,12 +399,18 @@ class StorageAgent(EventFolder):
     # -- the background fold ------------------------------------------------------------
 
     async def _persist(
-        self, state: FoldState, queue: asyncio.Queue[BaseEvent | _StepChange | _End]
+        self, state: FoldState, queue: Channel[BaseEvent | _StepChange | _End]
     ) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(state))
         try:
-            while not isinstance(item := await queue.get(), _End):
-                await self._fold_item(state, item)
+            while True:
+                item = queue.get_nowait()  # no await per item while the queue holds some
+                if item is None:
+                    item = await queue.get()
+                if isinstance(item, _End):
+                    break
+                if not self.fold_delta_now(state, item):  # type: ignore[arg-type]
+                    await self._fold_item(state, item)
             heartbeat.cancel()
             await self._close(state, item)
         finally:
@@ -440,7 +454,7 @@ class StorageAgent(EventFolder):
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                await self.store.heartbeat_run(
+                state.run_record = await self.store.heartbeat_run(
                     state.chat.chat_id,
                     state.run_id,
                     owner=self.owner,
@@ -481,7 +495,7 @@ def _truncation_outcome(state: FoldState, metadata: dict[str, Any]) -> RunStatus
 
 
 def _submitter(
-    queue: asyncio.Queue[BaseEvent | _StepChange | _End],
+    queue: Channel[BaseEvent | _StepChange | _End],
 ) -> Callable[[Step, bool], Any]:
     async def submit(step: Step, durable: bool) -> None:
         if not durable:

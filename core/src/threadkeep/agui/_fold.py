@@ -64,6 +64,8 @@ from ._fold_nested import NestedHandlers
 from ._fold_other import OtherHandlers
 from ._fold_snapshot import SnapshotHandlers
 from ._state import FoldState, Record
+from ._text import utf8_size
+from ._writers import BufferedWriter
 
 __all__ = ["AGUI_STEP_TYPE", "EventFolder"]
 
@@ -247,6 +249,40 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
         record = await self.text_record(state, agui_id, None)
         await self.add_delta(state, record, record.content, delta)
 
+    def fold_delta_now(self, state: FoldState, event: BaseEvent) -> bool:
+        """Fold a ``TEXT_MESSAGE_CONTENT`` delta without awaiting, when that is the same.
+
+        The per-delta path of a ``buffered`` run (2,000 deltas make one message): when
+        the fold's text path is this class's own (:meth:`dispatch`, the handler,
+        :meth:`append_text`, :meth:`text_record`, :meth:`add_delta` not overridden), the
+        event's message is open, no chunk is pending and the delta fits the store's
+        ``max_message_bytes``, what :meth:`dispatch` would do is append the delta to the
+        record and mark it dirty, with no store call; this does exactly that.
+
+        Returns:
+            ``True`` when the delta was folded; ``False`` leaves the event to
+            :meth:`dispatch` (nothing was changed).
+        """
+        if (
+            type(event) is not TextMessageContentEvent
+            or not _plain_text_path(type(self))
+            or type(state.writer).record_delta is not _BUFFERED_DELTA
+            or state.text_chunk is not None
+            or state.tool_chunk is not None
+        ):
+            return False
+        record = state.record_for(event.message_id)
+        if record is None or not record.open or record.truncated_at is not None:
+            return False
+        size = utf8_size(event.delta)
+        if record.streamed_bytes + size > state.writer.store.max_message_bytes:
+            return False
+        state.event_timestamp = event.timestamp
+        state.last_key = record.key
+        record.content.append(event.delta, size)
+        record.dirty = True
+        return True
+
     async def fold_text_chunk(self, state: FoldState, event: TextMessageChunkEvent) -> None:
         """Fold a ``TEXT_MESSAGE_CHUNK`` (a new id, or the first chunk, opens a message)."""
         current = state.records.get(state.text_chunk) if state.text_chunk else None
@@ -278,6 +314,24 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
         if state.tool_chunk is not None and not isinstance(event, ToolCallChunkEvent):
             agui_id, state.tool_chunk = state.tool_chunk, None
             await self.end_tool_call(state, agui_id)
+
+
+_BUFFERED_DELTA = BufferedWriter.record_delta
+_TEXT_PATH = ("dispatch", "handle_text_message", "append_text", "text_record", "add_delta")
+
+
+_PLAIN_TEXT_PATH: dict[type[EventFolder], bool] = {}
+
+
+def _plain_text_path(cls: type[EventFolder]) -> bool:
+    """Whether ``cls`` folds text deltas with :class:`EventFolder`'s own methods."""
+    plain = _PLAIN_TEXT_PATH.get(cls)
+    if plain is None:
+        plain = cls.handler_name(TextMessageContentEvent) == "handle_text_message" and all(
+            getattr(cls, name) is getattr(EventFolder, name) for name in _TEXT_PATH
+        )
+        _PLAIN_TEXT_PATH[cls] = plain
+    return plain
 
 
 def _jsonable(value: Any) -> Any:

@@ -50,7 +50,7 @@ from ._state import REUSED_ID_NOTE
 from ._text import SURROGATES_NOTE, repair_model
 from ._translate import AguiMessage, agui_id_of, message_from_agui
 
-__all__ = ["classify_inbound", "same_message"]
+__all__ = ["classify_inbound", "newest_ids", "same_message"]
 
 _log = logging.getLogger("threadkeep.agui")
 
@@ -69,6 +69,17 @@ class _Known:
     hidden_loaded: bool = False
     unclaimed: list[Message] = field(default_factory=list)
     echoes: bool = True
+    looked_up: set[str] = field(default_factory=set)
+    """Ids already looked up in the store (visible messages); ``fetched`` holds the hits."""
+    fetched: dict[str, Message] = field(default_factory=dict)
+
+    async def stored_message(self, agui_id: str) -> Message | None:
+        """Return the chat's visible message holding ``agui_id``, looked up at most once."""
+        if self.chat_id is None:
+            return None
+        if agui_id in self.looked_up:
+            return self.fetched.get(agui_id)
+        return await self.store.get_message_by_agui_id(self.chat_id, agui_id)
 
     def claim_same(self, inbound: Message) -> bool:
         """Take the first context message no inbound id named that is ``inbound`` re-keyed.
@@ -123,17 +134,13 @@ class _Known:
     async def message(self, agui_id: str) -> bool:
         if agui_id in self.messages:
             return True
-        if self.chat_id is None:
-            return False
-        return await self.store.get_message_by_agui_id(self.chat_id, agui_id) is not None
+        return await self.stored_message(agui_id) is not None
 
     async def holder(self, agui_id: str) -> Message | None:
         """Return the visible message holding ``agui_id`` (context, this input, store)."""
         if agui_id in self.held:
             return self.held[agui_id]
-        if self.chat_id is None:
-            return None
-        found = await self.store.get_message_by_agui_id(self.chat_id, agui_id)
+        found = await self.stored_message(agui_id)
         if found is not None:
             self.held[agui_id] = found
         return found
@@ -162,6 +169,7 @@ async def classify_inbound(
     run_id: str,
     accept_any: bool = False,
     include_hidden: bool = False,
+    looked_up: tuple[set[str], dict[str, Message]] | None = None,
 ) -> tuple[list[Message], str | None]:
     """Return the inbound messages to store, or the reason the input is refused.
 
@@ -175,11 +183,16 @@ async def classify_inbound(
             of recorded history, where the client's messages are the record).
         include_hidden: Count hidden messages as stored for every role, user messages too
             (they are otherwise looked for only before a message is refused).
+        looked_up: ``(ids, found)``: ids already looked up in the store
+            (``Store.run_context``) and the visible messages found for them; they are not
+            looked up again.
 
     Returns:
         ``(new_messages, None)``, or ``([], reason)`` when a message may not be new.
     """
     known = _Known(store, chat_id)
+    if looked_up is not None:
+        known.looked_up, known.fetched = set(looked_up[0]), dict(looked_up[1])
     for stored_message in context:
         known.add(stored_message)
     named = {m.id for m in inbound}
@@ -314,3 +327,31 @@ def same_message(stored: Message, inbound: Message) -> bool:
         )
 
     return sent(stored) == sent(inbound)
+
+
+def newest_ids(inbound: Sequence[AguiMessage]) -> list[str]:
+    """Return the ids of the inbound messages from the last user message on.
+
+    What a client added since its last run (the rest it echoes: the chat's context holds
+    it), which ``StorageAgent`` looks up with the context in one read
+    (``Store.run_context``); any other id is looked up when needed. Ids holding a lone
+    surrogate are left out (they are looked up repaired).
+
+    Args:
+        inbound: ``RunAgentInput.messages``.
+
+    Returns:
+        The ids, in input order.
+    """
+    users = [i for i, m in enumerate(inbound) if m.role == "user"]
+    start = users[-1] if users else max(len(inbound) - 1, 0)
+    return [m.id for m in inbound[start:] if isinstance(m.id, str) and _encodable(m.id)]
+
+
+def _encodable(text: str) -> bool:
+    # An id with a lone surrogate is looked up repaired (``_inbound``), never as sent.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from .._models import Chat, Message, MessageStatus, Reasoning, ToolCall
-from .._runs import RunStatus, Step
+from .._runs import Run, RunStatus, Step
 from ._text import SURROGATES_NOTE, TextBuffer, repair_surrogates, repair_value
 
 if TYPE_CHECKING:
@@ -195,6 +195,8 @@ class FoldState:
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
     previous_messages: dict[str, Message] = field(default_factory=dict)
     previous_steps: dict[str, Step] = field(default_factory=dict)
+    #: the run record as the store last returned it (``begin_run``, heartbeats)
+    run_record: Run | None = None
     _keys: itertools.count[int] = field(default_factory=itertools.count)
 
     def new_key(self, agui_id: str | None) -> str:

@@ -285,6 +285,7 @@ async def end_run(
             steps=batch_steps,
             error=error,
             metadata=metadata,
+            current=state.run_record,
         )
 
     try:

@@ -505,6 +505,7 @@ class SyncMethods:
         steps: Sequence[Step] = (),
         error: str | None = None,
         metadata: dict[str, Any] | None = None,
+        current: Run | None = None,
     ) -> Run:
         """End ``owner``'s active run and write its records, in one write.
 
@@ -522,6 +523,11 @@ class SyncMethods:
                 ``step_id``.
             error: What went wrong, for an errored run.
             metadata: Merged into the run's ``metadata`` (a dict; no NaN or infinity).
+            current: The run as this caller last got it (from :meth:`begin_run`,
+                :meth:`heartbeat_run` or :meth:`claim_run`), used instead of reading it
+                first. The write is a compare-and-set on its ``revision``, so a copy that
+                is no longer current only costs the read: the run is then read and
+                checked as without it. One of another chat or run is ignored.
 
         Returns:
             The ended run.
@@ -548,6 +554,7 @@ class SyncMethods:
                 steps=steps,
                 error=error,
                 metadata=metadata,
+                current=current,
             )
         )
 
@@ -1108,6 +1115,34 @@ class SyncMethods:
             BackendUnavailable: If the backend fails.
         """
         return self._run(self._store.restore_chat(chat_id))
+
+    def run_context(
+        self, chat_id: UUID | str, *, agui_ids: Sequence[str] = ()
+    ) -> tuple[list[Message], dict[str, Message]]:
+        """Return what a run reads before it begins: its context and the messages it names.
+
+        The same as :meth:`context_messages` and one :meth:`get_message_by_agui_id` per
+        id, in one round trip where the driver can (the optional primitive
+        ``_read_run_context``): ``StorageAgent`` reads the chat's context for the inner
+        agent and looks up the client's new message ids before every run.
+
+        Args:
+            chat_id: The chat (a ``UUID`` or its text form).
+            agui_ids: Client message ids to look up (for example the run's new inbound
+                messages).
+
+        Returns:
+            ``(context, held)``: the context window, oldest first (exactly
+            ``context_messages(chat_id)``), and each id of ``agui_ids`` that a visible
+            message of the chat holds, mapped to that message.
+
+        Raises:
+            ChatNotFound: If the chat does not exist or is deleted.
+            InvalidArgument: If ``chat_id`` is not an id or an id is not a ``str``.
+            CorruptRecord: If a message read is damaged (as those calls raise it).
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.run_context(chat_id, agui_ids=agui_ids))
 
     def save_steps(self, steps: Sequence[Step]) -> list[Step]:
         """Insert or replace steps by ``step_id``, atomically (the buffered exit write).

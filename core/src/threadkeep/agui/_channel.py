@@ -1,0 +1,51 @@
+"""The unbounded hand-off from a run's event stream to its background fold.
+
+``asyncio.Queue`` costs about a microsecond per ``put_nowait`` and more per ``get``
+(task accounting, waiter lists), paid for every streamed delta; a run has one producer and
+one consumer, so a deque and one waiter do the same. ``put_nowait`` never blocks and
+never drops an item (AG-UI seed: the outgoing stream never waits for the store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Generic, TypeVar
+
+__all__ = ["Channel"]
+
+T = TypeVar("T")
+
+
+class Channel(Generic[T]):
+    """An unbounded single-consumer channel: ``put_nowait`` from anywhere, ``get`` to wait."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[T] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: T) -> None:
+        """Add ``item`` (never blocks) and wake the consumer if it waits."""
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> T:
+        """Return the oldest item, waiting for one when there is none.
+
+        Only one task may wait at a time (the run's fold).
+        """
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+    def get_nowait(self) -> T | None:
+        """Return the oldest item, or ``None`` when there is none."""
+        return self._items.popleft() if self._items else None
