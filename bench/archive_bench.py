@@ -105,7 +105,7 @@ async def _synthetic(count: int, directory: Path) -> dict[str, float]:
 
 async def _raw_scan(store, chat_id) -> float:
     start, after = time.perf_counter(), 0
-    while batch := await store._scan_messages(chat_id, after, BATCH):
+    while batch := await store.primitives.scan_messages(chat_id, after, BATCH):
         after = batch[-1].seq
     return time.perf_counter() - start
 

@@ -64,7 +64,7 @@ def head_body(head: Event, chunks: dict[str, Event]) -> dict[str, Any]:
 
 
 async def raw_chats(store: MemServiceStore) -> list[RawChat]:
-    sessions = await chat_sessions(store.service, store.space_id)
+    sessions = await chat_sessions(store.driver.service, store.driver.space_id)
     chats = []
     for session in sessions:
         body = plain(session.metadata["chat"])
@@ -74,7 +74,7 @@ async def raw_chats(store: MemServiceStore) -> list[RawChat]:
 
 
 async def raw_messages(store: MemServiceStore, chat_id: UUID) -> list[RawMessage]:
-    service, space_id = store.service, store.space_id
+    service, space_id = store.driver.service, store.driver.space_id
     sessions = await service.list_sessions(
         space_id, description_prefix=f"//chat/{chat_id}/", limit=1, include_deleted=True
     )
@@ -122,10 +122,13 @@ async def damage_message(
     if found is None:
         return None
     path, value = found
-    sessions = await store.service.list_sessions(
-        store.space_id, description_prefix=f"//chat/{chat_id}/", limit=1, include_deleted=True
+    sessions = await store.driver.service.list_sessions(
+        store.driver.space_id,
+        description_prefix=f"//chat/{chat_id}/",
+        limit=1,
+        include_deleted=True,
     )
-    state = store.service._spaces[store.space_id]
+    state = store.driver.service._spaces[store.driver.space_id]
     row = state.sessions[sessions[0].session_id]
     event = row.events[row.by_seq[seq]]
     body = json.loads(event.body_text)

@@ -14,16 +14,17 @@ from uuid import UUID
 import pytest
 
 from threadkeep import Capabilities, Store
+from threadkeep.driver import store_for
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
-from threadkeep_mongodb import MongoStore
+from threadkeep_mongodb import MongoDriver, MongoStore
 
 
-def _mongo(store: Store) -> MongoStore:
-    assert isinstance(store, MongoStore)
-    return store
+def _mongo(store: Store) -> MongoDriver:
+    assert isinstance(store.driver, MongoDriver)
+    return store.driver
 
 
-async def _body(store: MongoStore, doc: dict[str, Any]) -> str:
+async def _body(store: MongoDriver, doc: dict[str, Any]) -> str:
     if "body" in doc:
         return str(doc["body"])
     cursor = store._cols.chunks.find({"body_id": doc["body_id"]}, sort=[("n", 1)])
@@ -47,7 +48,7 @@ class TestMongoContract(StoreContract):
 
     async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
         mongo = _mongo(store)
-        docs = await mongo._cols.messages.find({"chat_id": chat_id}).to_list(None)
+        docs = await mongo.driver._cols.messages.find({"chat_id": chat_id}).to_list(None)
         return [
             RawMessage.from_body(
                 await _body(mongo, doc),
@@ -67,10 +68,10 @@ class TestMongoContract(StoreContract):
         field, value = damaged
         mongo = _mongo(store)
         if kind == "chat":
-            await mongo._cols.chats.update_one({"_id": chat_id}, {"$set": {field: value}})
+            await mongo.driver._cols.chats.update_one({"_id": chat_id}, {"$set": {field: value}})
         else:
             query = {"chat_id": chat_id, "seq": seq}
-            await mongo._cols.messages.update_one(query, {"$set": {field: value}})
+            await mongo.driver._cols.messages.update_one(query, {"$set": {field: value}})
         return "created_at" if field == "created_us" else "body"
 
 
@@ -83,10 +84,10 @@ _DAMAGED_FIELDS: dict[str, tuple[str, Any]] = {
 }
 
 
-class StandaloneMongoStore(MongoStore):
+class StandaloneMongoDriver(MongoDriver):
     """The store as a standalone server (no transactions) makes it: its class says so."""
 
-    capabilities: ClassVar[Capabilities] = MongoStore.capabilities.model_copy(
+    capabilities: ClassVar[Capabilities] = MongoDriver.capabilities.model_copy(
         update={"transactions": False}
     )
 
@@ -97,11 +98,11 @@ class StandaloneMongoStore(MongoStore):
 class TestMongoContractWithoutTransactions(TestMongoContract):
     """The standalone-server code path (``use_transactions=False``) on the same server.
 
-    The suite reads ``type(store).capabilities``, so the factory builds a subclass whose
+    The suite reads ``store.capabilities``, so the factory builds a driver subclass whose
     class declares ``transactions=False``, as an open store on a standalone server reports.
     """
 
     @pytest.fixture
     def store_factory(self, mongo_db: tuple[str, str]) -> Callable[..., Store]:
         url, _ = mongo_db
-        return lambda **options: StandaloneMongoStore(url, **options)
+        return lambda **options: store_for(StandaloneMongoDriver, url, **options)

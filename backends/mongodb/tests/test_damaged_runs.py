@@ -27,8 +27,8 @@ async def test_damaged_step_and_run_name_their_chat(store: MongoStore, body: Any
         [Step(chat_id=chat.chat_id, stack_id="s1", type="tool", run_id="r1") for _ in range(3)]
     )
     await store.start_run(chat.chat_id, "r1", owner="w")
-    await store._cols.steps.update_one({"_id": steps[1].step_id}, {"$set": {"body": body}})
-    await store._cols.runs.update_one({"run_id": "r1"}, {"$set": {"body": body}})
+    await store.driver._cols.steps.update_one({"_id": steps[1].step_id}, {"$set": {"body": body}})
+    await store.driver._cols.runs.update_one({"run_id": "r1"}, {"$set": {"body": body}})
     reads: dict[str, Callable[[], Awaitable[object]]] = {
         "get_step": lambda: store.get_step(steps[1].step_id),
         "get_steps": lambda: store.get_steps(chat.chat_id, "r1"),
@@ -48,7 +48,7 @@ async def test_a_damaged_run_does_not_stop_the_sweeper(store: MongoStore) -> Non
     await store.start_run(damaged.chat_id, "r-bad", owner="w", lease_seconds=0.01)
     await asyncio.sleep(0.02)  # the damaged run expires first: it heads the sweep's order
     await store.start_run(healthy.chat_id, "r-good", owner="w", lease_seconds=0.01)
-    await store._cols.runs.update_one({"run_id": "r-bad"}, {"$set": {"body": "not json {"}})
+    await store.driver._cols.runs.update_one({"run_id": "r-bad"}, {"$set": {"body": "not json {"}})
     await asyncio.sleep(0.05)
     swept = await store.sweep_expired_runs()
     assert [(r.chat_id, r.run_id) for r in swept] == [(healthy.chat_id, "r-good")]
@@ -72,24 +72,24 @@ async def test_documents_missing_a_field_raise_corrupt_record(
     steps = await store.save_steps([Step(chat_id=chat.chat_id, stack_id="s", type="tool")])
     await store.start_run(chat.chat_id, "r1", owner="w")
     unset = {"$unset": {missing: ""}}
-    await store._cols.messages.update_one({"_id": stored[1].message_id}, unset)
+    await store.driver._cols.messages.update_one({"_id": stored[1].message_id}, unset)
     reads: dict[str, Callable[[], Awaitable[object]]] = {
         "get_message": lambda: store.get_message(stored[1].message_id),
     }
     if missing in ("body", "revision"):  # list reads select by chat and seq
         reads["list_messages"] = lambda: store.list_messages(chat.chat_id)
     if missing != "revision":  # steps have no revision
-        await store._cols.steps.update_one({"_id": steps[0].step_id}, unset)
+        await store.driver._cols.steps.update_one({"_id": steps[0].step_id}, unset)
         reads["get_step"] = lambda: store.get_step(steps[0].step_id)
     if missing in ("body", "revision"):  # runs have no seq; get_run selects by chat_id
-        await store._cols.runs.update_one({"run_id": "r1"}, unset)
+        await store.driver._cols.runs.update_one({"run_id": "r1"}, unset)
         reads["get_run"] = lambda: store.get_run(chat.chat_id, "r1")
     for name, read in reads.items():
         with pytest.raises(CorruptRecord) as caught:
             await read()
         assert caught.value.column == missing, name
     if missing == "body":
-        await store._cols.chats.update_one({"_id": chat.chat_id}, unset)
+        await store.driver._cols.chats.update_one({"_id": chat.chat_id}, unset)
         with pytest.raises(CorruptRecord) as chat_error:
             await store.get_chat(chat.chat_id)
         assert chat_error.value.column == "body"

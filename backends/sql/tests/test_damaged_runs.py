@@ -21,7 +21,7 @@ DAMAGED_BODIES = ["not json {", "[1, 2]", '{"status": 5}']
 
 async def _damage(store: SqlStore, table: str, where: str, body: str, **params: object) -> None:
     """Overwrite a row's body through SQL, as an outside tool would."""
-    async with store.db.transaction() as conn:
+    async with store.driver.db.transaction() as conn:
         stmt = sa.text(f"UPDATE {table} SET body = :body WHERE {where}")
         typed = [sa.bindparam(name, type_=sa.Uuid()) for name in params]
         await conn.execute(stmt.bindparams(*typed), {"body": body, **params})

@@ -83,7 +83,7 @@ class _Gate:
     """Holds every lone append of a store until opened (appends past it queue)."""
 
     def __init__(self, store: SqlStore) -> None:
-        committer = store._group
+        committer = store.driver._group
         assert committer is not None
         self.committer = committer
         self.open = asyncio.Event()
@@ -241,7 +241,7 @@ async def test_a_cancelled_group_leaves_no_caller_waiting(
     monkeypatch.setattr(GroupCommitter, "_write_group", hangs)
     tasks = _start(pg_store, chat.chat_id, MAX_INFLIGHT + 5)
     await asyncio.wait_for(stuck.wait(), timeout=30)
-    committer = pg_store._group
+    committer = pg_store.driver._group
     assert committer is not None
     for drainer in list(committer._drainers):
         drainer.cancel()

@@ -3,7 +3,7 @@
 The ``buffered`` write policy (Yao seed, "Two-Write Strategy") stores a run in exactly two
 writes: ``begin_run`` appends the user input and takes the run's lease, ``end_run`` writes
 every message and step of the run together with its end status. Each is one call of the
-``_commit_run`` primitive, which a transactional driver makes one atomic step.
+``commit_run`` primitive, which a transactional driver makes one atomic step.
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from ._models import Message
 from ._plugins import notify_messages_committed
 from ._runs import Run, RunStatus, Step
 from ._store_args import as_enum, as_id, as_items, as_model, as_positive_seconds, as_text
+from ._store_core import Component
 from ._store_messages import MessageInput, _conflict_text, _dedupe_batch
-from ._store_runs import RunOps
 
 __all__ = ["RunBatchOps"]
 
 _CAS_ATTEMPTS = 16
 
 
-class RunBatchOps(RunOps):
+class RunBatchOps(Component):
     """``begin_run`` and ``end_run``."""
 
     async def begin_run(
@@ -39,43 +39,17 @@ class RunBatchOps(RunOps):
         lease_seconds: float = 60.0,
         messages: Sequence[MessageInput] = (),
     ) -> Run:
-        """Start ``owner``'s run (or renew its lease) and append the run's input, in one write.
-
-        Like :meth:`start_run` followed by :meth:`append_messages`, as one ``_commit_run``
-        batch: all of it or nothing is written. Idempotent for the same owner while the run
-        is active (a resumed run's owner continues it after :meth:`claim_run`).
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            owner: The worker executing the run (non-empty).
-            lease_seconds: The lease (seconds, > 0, at most about a century); renew it
-                with :meth:`heartbeat_run`.
-            messages: The run's input (usually the new user messages); the rules of
-                :meth:`append_messages` apply.
-
-        Returns:
-            The run record (``active``, owned by ``owner``).
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            Conflict: If the run exists under another owner or has ended.
-            IdempotencyConflict / InvalidContent / PayloadTooLarge / InvalidArgument: As for
-                :meth:`append_messages` (also for a malformed id or a lease that is not
-                positive); nothing is written.
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails; nothing is written.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.begin_run`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
         owner = as_text(owner, "owner")
         lease = timedelta(seconds=as_positive_seconds(lease_seconds, "lease_seconds"))
         prepared = await self._prepared_batch(chat_id, messages)
         for _ in range(_CAS_ATTEMPTS):
-            await self._require_hot_chat(chat_id)
-            now = self._now()
-            current = await self._get_run(chat_id, run_id)
+            await self._ctx.chats._require_hot_chat(chat_id)
+            now = self._ctx.now()
+            current = await self._driver.get_run(chat_id, run_id)
             if current is None:
                 run = Run(
                     chat_id=chat_id,
@@ -93,7 +67,7 @@ class RunBatchOps(RunOps):
             else:
                 msg = f"run {run_id!r} is {current.status} under owner {current.owner!r}"
                 raise Conflict(msg + "; use claim_run to resume an ended run")
-            result = await self._commit_run(run, expected, prepared, [], now)
+            result = await self._driver.commit_run(run, expected, prepared, [], now)
             if result is not None:
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
@@ -111,39 +85,8 @@ class RunBatchOps(RunOps):
         error: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Run:
-        """End ``owner``'s active run and write its records, in one write.
-
-        Like :meth:`append_messages`, :meth:`save_steps` and :meth:`finish_run` together,
-        as one ``_commit_run`` batch (the buffered policy's exit write). Records already
-        stored keep their status; pass the run's records with their end status.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            owner: The worker holding the run (non-empty).
-            status: ``complete``, ``interrupted`` or ``errored`` (or the :class:`RunStatus`).
-            messages: Messages to append (the rules of :meth:`append_messages` apply).
-            steps: Steps of the chat (instances or mappings) to insert or replace by
-                ``step_id``.
-            error: What went wrong, for an errored run.
-            metadata: Merged into the run's ``metadata`` (a dict; no NaN or infinity).
-
-        Returns:
-            The ended run.
-
-        Raises:
-            InvalidArgument: If ``status`` is ``active`` or not a status, a step is of
-                another chat or does not validate, an id is malformed, or ``metadata`` is
-                not a dict.
-            Conflict: If ``owner`` does not hold the active run (a sweeper or another
-                worker took it); nothing is written.
-            RunNotFound: If there is no such run.
-            IdempotencyConflict / InvalidContent / PayloadTooLarge: As for
-                :meth:`append_messages`; nothing is written.
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails; nothing is written.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.end_run`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
         owner = as_text(owner, "owner")
@@ -159,15 +102,15 @@ class RunBatchOps(RunOps):
         if any(step.chat_id != chat_id for step in given):
             raise InvalidArgument(f"end_run writes steps of chat {chat_id} only")
         for step in given:
-            self.record_body(step)
+            self._ctx.records.record_body(step)
         prepared = await self._prepared_batch(chat_id, messages)
         for _ in range(_CAS_ATTEMPTS):
-            await self._require_hot_chat(chat_id)
-            current = await self.get_run(chat_id, run_id)
+            await self._ctx.chats._require_hot_chat(chat_id)
+            current = await self._ctx.runs.get_run(chat_id, run_id)
             if current.status is not RunStatus.ACTIVE or current.owner != owner:
                 msg = f"run {run_id!r} ({current.status}, owner {current.owner!r})"
                 raise Conflict(msg + f": owner {owner!r} does not hold an active lease")
-            now = self._now()
+            now = self._ctx.now()
             changes = {
                 "status": ending,
                 "error": error,
@@ -176,8 +119,8 @@ class RunBatchOps(RunOps):
                 "metadata": {**current.metadata, **(metadata or {})},
             }
             run = validate_model(type(current), {**current.model_dump(), **changes})
-            self.record_body(run)
-            result = await self._commit_run(run, current.revision, prepared, given, now)
+            self._ctx.records.record_body(run)
+            result = await self._driver.commit_run(run, current.revision, prepared, given, now)
             if result is not None:
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
@@ -186,8 +129,8 @@ class RunBatchOps(RunOps):
     async def _prepared_batch(
         self, chat_id: UUID, messages: Sequence[MessageInput]
     ) -> list[PreparedMessage]:
-        prepared = self._prepare_batch(chat_id, messages)
-        await self._check_compactions(chat_id, prepared)  # as append_messages does
+        prepared = self._ctx.messages._prepare_batch(chat_id, messages)
+        await self._ctx.messages._check_compactions(chat_id, prepared)  # as append_messages does
         return _dedupe_batch(prepared)[0]
 
     def _committed(
@@ -197,7 +140,7 @@ class RunBatchOps(RunOps):
         results: list[tuple[Message, bool]],
     ) -> None:
         for item, (stored, created) in zip(prepared, results, strict=True):
-            if not created and self.fingerprint(stored) != item.fingerprint:
+            if not created and self._ctx.records.fingerprint(stored) != item.fingerprint:
                 raise IdempotencyConflict(_conflict_text(stored))
         created_messages = [stored for stored, created in results if created]
         if created_messages:

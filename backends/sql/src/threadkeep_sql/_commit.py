@@ -1,4 +1,4 @@
-"""``_commit_run``: a run record with its messages and steps, in one transaction."""
+"""``commit_run``: a run record with its messages and steps, in one transaction."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ _LOCK_RUN = (
 
 
 class CommitMixin(MessagesMixin, RunsMixin):
-    """The atomic ``_commit_run`` (``Store.begin_run`` / ``Store.end_run``)."""
+    """The atomic ``commit_run`` (``Store.begin_run`` / ``Store.end_run``)."""
 
-    async def _commit_run(
+    async def commit_run(
         self,
         run: Run,
         expected_revision: int | None,
