@@ -102,9 +102,12 @@ class Line:
     name: str
     messages: int
     times: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[str, list[float]] = field(default_factory=dict)
 
-    def add(self, client: str, seconds: float) -> None:
+    def add(self, client: str, seconds: float, cpu: float | None = None) -> None:
         self.times.setdefault(client, []).append(seconds)
+        if cpu is not None:
+            self.cpu.setdefault(client, []).append(cpu)
 
     def ratio(self, client: str, base: str) -> float | None:
         if client not in self.times or base not in self.times:
@@ -120,8 +123,10 @@ class Line:
             ratio = self.ratio(client, base) if client != base else None
             shown = f"{ratio:6.2f}x {base}" if ratio is not None else ""
             spread = ", ".join(f"{s:.2f}" for s in samples)
+            cpu = self.cpu.get(client)
+            used = f"  client CPU {statistics.median(cpu):.2f} s" if cpu else ""
             print(
-                f"    {client:<22} {median:9.2f} s {rate:12,.0f} msg/s  {shown}  [{spread}]",
+                f"    {client:<22} {median:9.2f} s {rate:12,.0f} msg/s  {shown}  [{spread}]{used}",
                 flush=True,
             )
 
@@ -130,6 +135,13 @@ async def timed(action: Callable[[], Awaitable[Any]]) -> float:
     start = time.perf_counter()
     await action()
     return time.perf_counter() - start
+
+
+async def timed_cpu(action: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
+    """Wall seconds and this process's CPU seconds (the client's share) of ``action``."""
+    cpu = time.process_time()
+    seconds = await timed(action)
+    return seconds, time.process_time() - cpu
 
 
 # -- bulk load ------------------------------------------------------------------------------
@@ -202,7 +214,7 @@ async def line_load(count: int, reps: int, batch: int, sqlite: bool, rerun: bool
                 del steps
                 pg_again.add(
                     "load_messages",
-                    await timed(functools.partial(_load, store, chat.chat_id, count)),
+                    *await timed_cpu(functools.partial(_load, store, chat.chat_id, count)),
                 )
         finally:
             await drop_schema(url)
@@ -223,9 +235,12 @@ async def _run_steps(
     """Time each step once, in an order that alternates with the repetition."""
     for name, action in steps if rep % 2 == 0 else steps[::-1]:
         print(f"    rep {rep + 1}: {what} {name} ... {load()}", flush=True)
-        seconds = await timed(action)
-        line.add(name, seconds)
-        print(f"    rep {rep + 1}: {what} {name}: {seconds:.2f} s", flush=True)
+        seconds, cpu = await timed_cpu(action)
+        line.add(name, seconds, cpu)
+        print(
+            f"    rep {rep + 1}: {what} {name}: {seconds:.2f} s (client CPU {cpu:.2f} s)",
+            flush=True,
+        )
 
 
 async def _sqlite_load(lite: Line, again: Line, count: int, rep: int, batch: int) -> None:
@@ -242,7 +257,8 @@ async def _sqlite_load(lite: Line, again: Line, count: int, rep: int, batch: int
             ]
             await _run_steps(lite, steps, rep, "SQLite")
             again.add(
-                "load_messages", await timed(functools.partial(_load, store, chat.chat_id, count))
+                "load_messages",
+                *await timed_cpu(functools.partial(_load, store, chat.chat_id, count)),
             )
 
 
@@ -343,7 +359,7 @@ async def _import_rep(
             for line, importer, path in imports:
                 run = functools.partial(importer, store, path, user_id="importer")
                 for name in ("first import", "re-import"):
-                    line.add(name, await timed(run))
+                    line.add(name, *await timed_cpu(run))
     finally:
         if target == "postgresql":
             await drop_schema(url)

@@ -15,7 +15,10 @@ reported as the median per operation; ratios are medians of the ratios within a 
   on PostgreSQL, compiled once and run on the pooled asyncpg connection), rows fetched but
   not turned into models;
 - ``api``: the public ``Store`` call (validation, JSON encoding, fingerprints, pydantic
-  models returned) on ``SqlStore``.
+  models returned) on ``SqlStore``;
+- ``floor`` (reads only): raw asyncpg, then the rows' bodies validated as models in one
+  pydantic-core call (``TypeAdapter(list[Message]).validate_json`` of the bodies joined as
+  one JSON array): the least any call returning validated models can cost.
 
 The SQLite column is the ``api`` call on a SQLite file store (no raw baseline, no target).
 """
@@ -39,9 +42,10 @@ from typing import Any
 
 import asyncpg
 import sqlalchemy as sa
+from pydantic import TypeAdapter
 from sqlalchemy.engine import make_url
 
-from threadkeep import ChatFilter, Message, MessageFilter, Store
+from threadkeep import Chat, ChatFilter, Message, MessageFilter, Store
 from threadkeep._store_messages import _message_scope
 from threadkeep.driver import Records, record_body
 from threadkeep.driver import fingerprint as fingerprint_of
@@ -122,6 +126,15 @@ SELECT page.seq, page.revision, page.updated_at, page.last_message_at, page.body
                       ORDER BY seq DESC LIMIT 1) AS newest ON true
  ORDER BY page.seq DESC
 """
+
+
+MESSAGES = TypeAdapter(list[Message])
+CHATS = TypeAdapter(list[Chat])
+
+
+def floor_models(bodies: list[str], adapter: TypeAdapter[list[Any]]) -> list[Any]:
+    """The bodies validated as models in one pydantic-core call (the ``floor`` client)."""
+    return adapter.validate_json("[" + ",".join(bodies) + "]")
 
 
 # -- measurement ----------------------------------------------------------------------------
@@ -408,6 +421,10 @@ async def line_page(
         rows = await stmt.fetch(chat_id, raw_before, PAGE + 1)
         assert len(rows) == PAGE + 1
 
+    async def run_floor(_: int) -> None:
+        rows = await stmt.fetch(chat_id, raw_before, PAGE + 1)
+        assert len(floor_models([row[6] for row in rows], MESSAGES)) == PAGE + 1
+
     async def run_sql(_: int) -> None:
         async with store.driver.db.runner() as run:
             rows = await run.all(_PAGE, params)
@@ -424,7 +441,7 @@ async def line_page(
 
         return op
 
-    clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store, chat_id)}
+    clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store, chat_id), "floor": run_floor}
     if "sqlite" in stores:
         clients["sqlite"] = run_api(*stores["sqlite"])
     await line.run(clients, reps)
@@ -449,6 +466,13 @@ async def line_chat_list(
         rows = await stmt.fetch(user, PAGE + 1)
         assert sum(1 for r in rows[:PAGE] if r[6] is not None) == PAGE
 
+    async def run_floor(_: int) -> None:
+        rows = await stmt.fetch(user, PAGE + 1)
+        found = floor_models([r[4] for r in rows], CHATS)
+        last = floor_models([r[12] for r in rows if r[12] is not None], MESSAGES)
+        assert len(found) == PAGE + 1
+        assert len(last) == PAGE + 1
+
     async def run_sql(_: int) -> None:
         async with store.driver.db.runner() as run:
             rows = await run.all(sql_stmt, params)
@@ -461,7 +485,7 @@ async def line_chat_list(
 
         return op
 
-    clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store)}
+    clients = {"raw": run_raw, "sql": run_sql, "api": run_api(store), "floor": run_floor}
     if "sqlite" in stores:
         clients["sqlite"] = run_api(stores["sqlite"])
     await line.run(clients, reps)
@@ -524,9 +548,11 @@ def report(lines: list[Line], deep: Line, newest: Line) -> str:
         "sql/raw",
         "api ms",
         "api/raw",
+        "floor/raw",
         "sqlite ms",
         "cpu sql/raw",
         "cpu api/raw",
+        "cpu floor/raw",
     )
     rows = [head]
     for line in lines:
@@ -539,9 +565,11 @@ def report(lines: list[Line], deep: Line, newest: Line) -> str:
                 times(line.ratio("sql")),
                 ms(api),
                 times(line.ratio("api")),
+                times(line.ratio("floor")),
                 ms(lite),
                 times(line.ratio("sql", cpu=True)),
                 times(line.ratio("api", cpu=True)),
+                times(line.ratio("floor", cpu=True)),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
@@ -559,6 +587,7 @@ def report(lines: list[Line], deep: Line, newest: Line) -> str:
     ]
     out.append("ms: median wall time per operation; cpu: this process's CPU time per operation")
     out.append("x/raw: median over rounds of the ratio within a round (clients interleaved)")
+    out.append("floor: raw rows + the bodies validated as models in one pydantic-core call")
     out.append("targets: at most 1.30x raw on every line; deep/newest <= 1.50x")
     out.append(f"at the end: {load()}")
     return "\n".join(out)

@@ -10,7 +10,10 @@ medians per operation and medians of the per-round ratios:
 
 - ``raw``: one aiosqlite connection (WAL, ``synchronous=NORMAL``, as the store opens it),
   running the statements the driver runs, written out by hand, values encoded by hand;
-- ``api``: the public ``Store`` call on a SQLite ``SqlStore`` on the same file.
+- ``api``: the public ``Store`` call on a SQLite ``SqlStore`` on the same file;
+- ``floor`` (reads only): ``raw``, then the rows' bodies validated as models in one
+  pydantic-core call (``sql_bench.floor_models``): the least any call returning validated
+  models can cost.
 """
 
 from __future__ import annotations
@@ -25,7 +28,16 @@ from typing import Any
 
 import aiosqlite
 import sqlalchemy as sa
-from sql_bench import MESSAGE_COPY_COLUMNS, PAGE, Line, load, message_rows
+from sql_bench import (
+    CHATS,
+    MESSAGE_COPY_COLUMNS,
+    MESSAGES,
+    PAGE,
+    Line,
+    floor_models,
+    load,
+    message_rows,
+)
 
 from threadkeep import ChatFilter, Message, MessageFilter
 from threadkeep._store_messages import _message_scope
@@ -192,11 +204,15 @@ async def line_page(
         rows = await db.execute_fetchall(RAW_PAGE, (chat.hex, raw_before, chat.hex, PAGE + 1))
         assert len(list(rows)) == PAGE + 1
 
+    async def run_floor(_: int) -> None:
+        rows = await db.execute_fetchall(RAW_PAGE, (chat.hex, raw_before, chat.hex, PAGE + 1))
+        assert len(floor_models([row[6] for row in rows], MESSAGES)) == PAGE + 1
+
     async def run_api(_: int) -> None:
         page = await lite.list_messages(chat, limit=PAGE, cursor=cursor)
         assert len(page.items) == PAGE
 
-    await line.run({"raw": run_raw, "api": run_api}, reps)
+    await line.run({"raw": run_raw, "api": run_api, "floor": run_floor}, reps)
 
 
 async def line_list(
@@ -208,25 +224,42 @@ async def line_list(
         rows = list(await db.execute_fetchall(RAW_PREVIEWS, (user, PAGE + 1)))
         assert sum(1 for r in rows[:PAGE] if r[6] is not None) == PAGE
 
+    async def run_floor(_: int) -> None:
+        rows = list(await db.execute_fetchall(RAW_PREVIEWS, (user, PAGE + 1)))
+        assert len(floor_models([r[4] for r in rows], CHATS)) == PAGE + 1
+        last = floor_models([r[12] for r in rows if r[12] is not None], MESSAGES)
+        assert len(last) == PAGE + 1
+
     async def run_api(_: int) -> None:
         page = await lite.list_chat_previews(chat_filter, limit=PAGE, preview_chars=100)
         assert sum(1 for p in page.items if p.last_message is not None) == PAGE
 
-    await line.run({"raw": run_raw, "api": run_api}, reps)
+    await line.run({"raw": run_raw, "api": run_api, "floor": run_floor}, reps)
 
 
 def report(lines: list[Line]) -> str:
-    out = ["| line | raw aiosqlite ms | threadkeep ms | threadkeep / raw | cpu / raw |"]
-    out.append("| --- | ---: | ---: | ---: | ---: |")
+    out = [
+        "| line | raw aiosqlite ms | threadkeep ms | threadkeep / raw | cpu / raw"
+        " | floor / raw | floor cpu / raw |"
+    ]
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for line in lines:
         raw, api = line.median("raw"), line.median("api")
         ratio, cpu = line.ratio("api"), line.ratio("api", cpu=True)
         if raw is None or api is None or ratio is None or cpu is None:
             continue
-        out.append(
-            f"| {line.name} | {raw * 1000:.3f} | {api * 1000:.3f} | {ratio:.2f}x | {cpu:.2f}x |"
+        floor, floor_cpu = line.ratio("floor"), line.ratio("floor", cpu=True)
+        extra = (
+            "| - | - |"
+            if floor is None or floor_cpu is None
+            else (f"| {floor:.2f}x | {floor_cpu:.2f}x |")
         )
-    out.append(f"\nat the end: {load()}")
+        out.append(
+            f"| {line.name} | {raw * 1000:.3f} | {api * 1000:.3f} | {ratio:.2f}x | {cpu:.2f}x "
+            + extra
+        )
+    out.append("\nfloor: raw rows + the bodies validated as models in one pydantic-core call")
+    out.append(f"at the end: {load()}")
     return "\n".join(out)
 
 
@@ -235,7 +268,14 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tenth of the operations")
     parser.add_argument("--reps", type=int, default=3, help="repetitions per line")
     parser.add_argument("--chunk", type=int, default=25, help="operations per turn of a client")
+    parser.add_argument(
+        "--only",
+        choices=["append", "pages", "list"],
+        action="append",
+        help="run only these lines (repeatable); default all",
+    )
     args = parser.parse_args()
+    wanted = set(args.only or ["append", "pages", "list"])
     scale = 10 if args.quick else 1
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
@@ -248,14 +288,17 @@ async def main() -> None:
         newest = Line("SQLite: newest page of 50, 100k thread", 2_000 // scale, args.chunk)
         deep_page = Line("SQLite: page of 50, 50,000 deep", 2_000 // scale, args.chunk)
         listing = Line("SQLite: newest 50 of 10,000 chats + previews", 500 // scale, args.chunk)
-        print(f"appends ... ({load()})", flush=True)
-        await line_append(one, db, lite, 1, args.reps)
-        await line_append(five, db, lite, 5, args.reps)
-        print(f"pages ... ({load()})", flush=True)
-        await line_page(newest, db, lite, deep, None, args.reps)
-        await line_page(deep_page, db, lite, deep, THREAD // 2 + 1, args.reps)
-        print(f"chat list ... ({load()})", flush=True)
-        await line_list(listing, db, lite, user, args.reps)
+        if "append" in wanted:
+            print(f"appends ... ({load()})", flush=True)
+            await line_append(one, db, lite, 1, args.reps)
+            await line_append(five, db, lite, 5, args.reps)
+        if "pages" in wanted:
+            print(f"pages ... ({load()})", flush=True)
+            await line_page(newest, db, lite, deep, None, args.reps)
+            await line_page(deep_page, db, lite, deep, THREAD // 2 + 1, args.reps)
+        if "list" in wanted:
+            print(f"chat list ... ({load()})", flush=True)
+            await line_list(listing, db, lite, user, args.reps)
         print(report([one, five, newest, deep_page, listing]))
         await db.close()
         await lite.close()

@@ -68,3 +68,19 @@ class TestMemoryStore(StoreContract):
                 return "created_at"
             row.body = DAMAGED_BODIES[damage]
             return "body"
+
+    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> bool:
+        """Re-key the row of ``seq`` to ``new_seq``, leaving the chat's ``next_seq`` alone."""
+        state = _state_of(store)
+        with state.lock:
+            chat = state.chats[chat_id]
+            row = chat.messages.pop(seq)
+            chat.seqs.remove(seq)
+            row.seq = new_seq
+            chat.messages[new_seq] = row
+            chat.seqs.append(new_seq)
+            chat.seqs.sort()
+            state.message_index[row.message_id] = (chat_id, new_seq)
+            if row.agui_id is not None:
+                state.agui_index[(chat_id, row.agui_id)] = new_seq
+            return True

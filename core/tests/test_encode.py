@@ -33,6 +33,7 @@ from threadkeep import (
 )
 from threadkeep._content import ENVELOPE_ALLOWANCE_BYTES, MAX_NESTING_DEPTH
 from threadkeep._encode import encode_message, fingerprint_of, message_body_of
+from threadkeep._encode_bulk import encode_for_load
 from threadkeep.driver import Records
 
 LIMIT = 16 * 1024 * 1024
@@ -142,6 +143,7 @@ def test_fingerprint_and_body_equal_the_original_encoding(message: Message) -> N
     assert json.loads(prepared.body) == json.loads(old_body)
     assert message_body_of(message) == prepared.body
     assert prepared.message is message
+    assert encode_for_load(message, LIMIT) == prepared  # the bulk load's encoding
 
 
 @settings(max_examples=200, deadline=None)

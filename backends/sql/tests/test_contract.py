@@ -35,6 +35,13 @@ DAMAGED_BODIES = {
 }
 
 
+MOVE_SQL = [
+    f"UPDATE {table} SET seq = {{2}} WHERE chat_id = {{0}} AND seq = {{1}}"
+    for table in ("messages", "message_refs")
+]
+"""Move a message's row (and its nested items' rows) to another seq, counter untouched."""
+
+
 def damage_sql(kind: str, damage: str, placeholder: Callable[[int], str]) -> tuple[str, Any]:
     """Return ``(UPDATE statement, value)`` writing ``damage`` (``None`` statement: unsupported)."""
     table, where = (
@@ -90,6 +97,13 @@ class TestSqliteContract(StoreContract):
             conn.commit()
         return "created_at" if damage == "timestamp" else "body"
 
+    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> bool:
+        with closing(sqlite3.connect(self.path)) as conn:
+            for sql in MOVE_SQL:
+                conn.execute(sql.format("?1", "?2", "?3"), (chat_id.hex, seq, new_seq))
+            conn.commit()
+        return True
+
 
 class TestPostgresContract(StoreContract):
     """PostgreSQL, a fresh schema per test.
@@ -139,3 +153,12 @@ class TestPostgresContract(StoreContract):
         finally:
             await conn.close()
         return "body"
+
+    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> bool:
+        conn = await asyncpg.connect(self.dsn, server_settings={"search_path": self.schema})
+        try:
+            for sql in MOVE_SQL:
+                await conn.execute(sql.format("$1", "$2", "$3"), chat_id, seq, new_seq)
+        finally:
+            await conn.close()
+        return True

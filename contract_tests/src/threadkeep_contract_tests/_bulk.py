@@ -17,10 +17,12 @@ from threadkeep import (
     InvalidContent,
     Message,
     PayloadTooLarge,
+    PreparedMessage,
     Reasoning,
     Store,
     ToolCall,
 )
+from threadkeep.driver import fingerprint, message_body
 
 from ._base import ContractBase
 
@@ -206,3 +208,66 @@ class BulkLoadTests(ContractBase):
         for prefix in ("one", "two"):
             mine = [r.agui_id for r in rows if str(r.agui_id).startswith(prefix + "-")]
             assert mine == [f"{prefix}-{n}" for n in range(30)]
+
+    @pytest.mark.asyncio
+    async def test_prepared_messages_load_as_the_messages_would(self, store: Store) -> None:
+        """What ``Store.prepare`` returned loads as the message itself, idempotently."""
+        chat = await store.create_chat("u-bulk", "t-prepared")
+        source = list(_history(10))
+        mixed: list[Any] = [store.prepare(m) if n % 2 else m for n, m in enumerate(source)]
+        report = await store.load_messages(chat.chat_id, mixed, batch_size=4)
+        assert (report.created, report.present, report.tool_calls_created) == (10, 0, 2)
+        rows = await self.raw_messages(store, chat.chat_id)
+        assert [r.agui_id for r in rows] == [f"bulk-{n}" for n in range(10)]
+        assert [r.content for r in rows] == [m.content for m in source]
+        assert {r.chat_id for r in rows} == {chat.chat_id}
+        stored = await store.get_message_by_agui_id(chat.chat_id, "bulk-5")
+        assert stored is not None
+        assert stored.tool_calls[0].agui_id == "bulk-call-5"
+        prepared = [store.prepare(m) for m in _history(10)]
+        again = await store.load_messages(chat.chat_id, prepared, batch_size=3)
+        assert (again.created, again.present, again.tool_calls_present) == (0, 10, 2)
+        assert await self.raw_messages(store, chat.chat_id) == rows
+        retry = await store.append_message(chat.chat_id, next(_history(1)))
+        assert retry.message_id == rows[0].message_id
+        changed = list(_history(10, changed=4))
+        with pytest.raises(IdempotencyConflict):
+            await store.load_messages(chat.chat_id, [store.prepare(m) for m in changed])
+        assert await self.raw_messages(store, chat.chat_id) == rows
+
+    @pytest.mark.asyncio
+    async def test_a_prepared_message_refused_mid_batch_writes_nothing_of_it(
+        self, store: Store
+    ) -> None:
+        """Over this store's limit, or not a prepared message: its batch is not written."""
+        chat = await store.create_chat("u-bulk", "t-prepared-bad")
+        messages: list[Any] = [store.prepare(m) for m in _history(12)]
+        big = Message(role="user", agui_id="big", content="x" * (store.max_message_bytes + 1))
+        body = message_body(big)
+        messages[6] = PreparedMessage(message=big, body=body, fingerprint=fingerprint(big))
+        with pytest.raises(PayloadTooLarge):
+            await store.load_messages(chat.chat_id, messages, batch_size=4)
+        rows = await self.raw_messages(store, chat.chat_id)
+        assert [r.agui_id for r in rows] == [f"bulk-{n}" for n in range(4)]
+        forged: Any = PreparedMessage(message=big, body=body, fingerprint="not a fingerprint")
+        with pytest.raises(InvalidArgument):
+            await store.load_messages(chat.chat_id, [*messages[:4], forged])
+        with pytest.raises(InvalidArgument):
+            await store.load_messages(chat.chat_id, [PreparedMessage("x", "{}", "0" * 64)])  # type: ignore[arg-type]
+        assert await self.raw_messages(store, chat.chat_id) == rows
+
+    @pytest.mark.asyncio
+    async def test_agui_ids_with_nul_and_backslash_are_found_on_a_rerun(self, store: Store) -> None:
+        """Key escapes (U+0000, backslash) do not hide a stored ``agui_id`` from a re-run."""
+        chat = await store.create_chat("u-bulk", "t-keys")
+        ids = ["a\x00b", "a\\0b", "a\\\\b", "plain", "é\x00"]
+        messages = [Message(role="user", agui_id=i, content=str(n)) for n, i in enumerate(ids)]
+        first = await store.load_messages(chat.chat_id, messages, batch_size=2)
+        assert (first.created, first.present) == (5, 0)
+        again = await store.load_messages(chat.chat_id, messages)
+        assert (again.created, again.present) == (0, 5)
+        rows = await self.raw_messages(store, chat.chat_id)
+        assert [r.agui_id for r in rows] == ids
+        changed = messages[0].model_copy(update={"content": "other"})
+        with pytest.raises(IdempotencyConflict):
+            await store.load_messages(chat.chat_id, [changed])

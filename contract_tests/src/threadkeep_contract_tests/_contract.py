@@ -17,6 +17,7 @@ from ._pages import PageTests
 from ._previews import PreviewTests
 from ._property import StateMachineTests
 from ._reliability import ReliabilityTests
+from ._seq_collisions import SeqCollisionTests
 from ._steps import StepTests
 from ._time import TimeTests
 from ._writers import ConcurrentWriterTests
@@ -41,6 +42,7 @@ class StoreContract(
     ArgumentTests,
     CapabilityTests,
     CorruptRowTests,
+    SeqCollisionTests,
     ReliabilityTests,
     StateMachineTests,
 ):
@@ -88,6 +90,7 @@ AREA_MIXINS: tuple[type, ...] = (
     ArgumentTests,
     CapabilityTests,
     CorruptRowTests,
+    SeqCollisionTests,
     ReliabilityTests,
     StateMachineTests,
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -34,6 +34,9 @@ __all__ = [
 
 DEFAULT_PREVIEW_CHARS = 200
 """Characters of a preview's text when the caller does not choose (code points)."""
+
+M = TypeVar("M", bound=BaseModel)
+_set_attribute = object.__setattr__
 
 
 class MessagePreview(BaseModel):
@@ -80,18 +83,37 @@ class ChatPreview(BaseModel):
     last_message: MessagePreview | None = None
 
 
+def _built(model: type[M], values: dict[str, Any]) -> M:
+    """``model.model_construct(**values)`` for the models of this module, without its loop.
+
+    ``values`` gives every field (no defaults to fill, no aliases); these models have no
+    extra fields, private attributes or ``model_post_init``. ``model_construct`` walks
+    every field in Python (about 10 microseconds a row; a chat list builds two per row).
+    """
+    record = model.__new__(model)
+    _set_attribute(record, "__dict__", values)
+    _set_attribute(record, "__pydantic_fields_set__", set(values))
+    _set_attribute(record, "__pydantic_extra__", None)
+    _set_attribute(record, "__pydantic_private__", None)
+    return record
+
+
 def message_preview(message: Message, chars: int) -> MessagePreview:
     """Return the preview of ``message`` with at most ``chars`` code points of its content."""
-    return MessagePreview.model_construct(
-        message_id=message.message_id,
-        seq=message.seq,
-        role=message.role,
-        kind=message.kind,
-        status=message.status,
-        created_at=message.created_at,
-        text=message.content[:chars],
-        truncated=len(message.content) > chars,
-        tool_calls=len(message.tool_calls),
+    content = message.content
+    return _built(
+        MessagePreview,
+        {
+            "message_id": message.message_id,
+            "seq": message.seq,
+            "role": message.role,
+            "kind": message.kind,
+            "status": message.status,
+            "created_at": message.created_at,
+            "text": content[:chars],
+            "truncated": len(content) > chars,
+            "tool_calls": len(message.tool_calls),
+        },
     )
 
 
@@ -129,9 +151,12 @@ class PreviewOps(Component):
             assert last is not None
             next_cursor = self._ctx.encode_cursor(scope, last)
         items = [
-            ChatPreview.model_construct(
-                chat=chat,
-                last_message=None if message is None else message_preview(message, chars),
+            _built(
+                ChatPreview,
+                {
+                    "chat": chat,
+                    "last_message": None if message is None else message_preview(message, chars),
+                },
             )
             for chat, message in reversed(pairs)
         ]

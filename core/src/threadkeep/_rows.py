@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections import deque
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from itertools import repeat
 from types import NoneType, UnionType
 from typing import Any, TypeVar, Union, get_args, get_origin
 from uuid import UUID
@@ -34,6 +36,8 @@ MESSAGE_ROW = ("chat_id", "seq", "revision", "created_at", "updated_at", "delete
 _JOIN_LIMIT = 1 << 20
 """A page whose bodies hold at most this many characters is validated as one JSON array."""
 _TZINFO = operator.attrgetter("tzinfo")
+_DICT = operator.attrgetter("__dict__")
+_FIELDS_SET = operator.attrgetter("__pydantic_fields_set__")
 
 
 def _kept_types(annotation: Any) -> frozenset[type]:
@@ -187,7 +191,8 @@ def page_from_json(
     records = _validated(model, bodies)
     if records is None:
         return None
-    for record, values in zip(records, zip(*checked, strict=True), strict=True):
-        record.__dict__.update(zip(names, values, strict=True))
-        record.__pydantic_fields_set__.update(keys)
+    # Per record: ``__dict__.update(zip(names, values))`` and the fields set; as C loops.
+    values = zip(*checked, strict=True)
+    deque(map(dict.update, map(_DICT, records), map(zip, repeat(names), values)), 0)
+    deque(map(set.update, map(_FIELDS_SET, records), repeat(keys)), 0)
     return records

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from ._capabilities import Capabilities
 from ._clock import Clock
-from ._content import DEFAULT_MAX_MESSAGE_BYTES
+from ._content import DEFAULT_MAX_MESSAGE_BYTES, PreparedMessage
 from ._corrupt import CorruptRecordsPolicy
 from ._driver import Driver
 from ._models import Chat, Message, MessageInput, Reasoning, Share, ToolCall
@@ -23,7 +23,7 @@ from ._store_chats import ChatOps, ErasureReceipt
 from ._store_context import ContextOps
 from ._store_copy import CopyOps
 from ._store_core import StoreContext
-from ._store_load import DEFAULT_LOAD_BATCH, LoadOps, LoadReport
+from ._store_load import DEFAULT_LOAD_BATCH, LoadInput, LoadOps, LoadReport
 from ._store_messages import MessageOps
 from ._store_nested import NestedOps
 from ._store_run_batch import RunBatchOps
@@ -188,6 +188,25 @@ class Store:
             InvalidArgument: If the clock returns a naive datetime.
         """
         return self._ctx.now()
+
+    def prepare(self, message: Message) -> PreparedMessage:
+        """Check and encode a message with this store's limits, as an append does.
+
+        ``load_messages`` takes the result as it is, so a caller that checks a whole batch
+        first (an importer checks a file before writing any of it) encodes it once.
+
+        Args:
+            message: The message to write.
+
+        Returns:
+            The message with its JSON body and idempotency fingerprint.
+
+        Raises:
+            InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
+            PayloadTooLarge: If the payload is over ``max_message_bytes`` (UTF-8 bytes of
+                text, not of JSON) or the rest over ``ENVELOPE_ALLOWANCE_BYTES``.
+        """
+        return self._ctx.records.prepare(message)
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -1416,7 +1435,7 @@ class Store:
     async def load_messages(
         self,
         chat_id: UUID | str,
-        messages: Iterable[MessageInput] | AsyncIterable[MessageInput],
+        messages: Iterable[LoadInput] | AsyncIterable[LoadInput],
         *,
         batch_size: int = DEFAULT_LOAD_BATCH,
     ) -> LoadReport:
@@ -1437,9 +1456,14 @@ class Store:
 
         Args:
             chat_id: The chat (a ``UUID`` or its text form).
-            messages: ``Message`` instances or mappings of their fields
-                (:data:`threadkeep.typing.MessageInput`), as a list, any iterable (a
-                generator reading a file) or an async iterable; consumed once, in order.
+            messages: ``Message`` instances, mappings of their fields
+                (:data:`threadkeep.typing.MessageInput`), or what :meth:`prepare`
+                returned for a message (a :class:`PreparedMessage`: its body and
+                fingerprint are written as they are, not computed again; only the
+                payload limit of this store is checked again, so prepare messages with
+                a store of the same ``max_message_bytes`` or less), as a list, any
+                iterable (a generator reading a file) or an async iterable; consumed
+                once, in order. Kinds may be mixed.
             batch_size: Messages per batch (count, 1 to :data:`MAX_LOAD_BATCH`, default
                 :data:`DEFAULT_LOAD_BATCH`).
 
@@ -1452,8 +1476,10 @@ class Store:
             IdempotencyConflict: If an ``agui_id`` is stored with a different payload, or
                 repeats in one batch with different payloads; that batch is not written.
             InvalidContent / PayloadTooLarge / InvalidArgument: As for
-                :meth:`append_messages` (and for a ``batch_size`` out of range, or
-                ``messages`` that is not iterable); that batch is not written.
+                :meth:`append_messages` (and for a ``batch_size`` out of range,
+                ``messages`` that is not iterable, or a ``PreparedMessage`` whose fields
+                are not a message, a body text and a fingerprint); that batch is not
+                written.
             Conflict: If the chat changed state (archived meanwhile) during a batch.
             BackendUnavailable: If the backend fails; that batch is not written.
         """

@@ -13,6 +13,12 @@ per batch: every message is checked and encoded exactly as an append checks it (
 a batch is all or nothing; a message whose ``agui_id`` is stored already is not written
 again (so a re-run of the same load writes nothing) and one stored with a different payload
 fails the batch with ``IdempotencyConflict``.
+
+Messages are encoded by :func:`~threadkeep._encode_bulk.encode_for_load` (the result of
+``Store.prepare``, with less work per message), and a caller that checked its messages
+already (an importer checks a whole file before writing any of it) hands over what
+``Store.prepare`` returned: a :class:`PreparedMessage` is taken as it is, with only the
+store's payload limit checked again, so nothing is validated or encoded twice.
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from typing import Any
 from uuid import UUID
 
 from ._boundary_rules import is_compaction
-from ._content import PreparedMessage
+from ._content import PreparedMessage, check_payload_size
+from ._encode_bulk import encode_for_load
 from ._errors import CapabilityNotSupported, Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import has_commit_observers, notify_messages_committed
@@ -35,7 +42,11 @@ from ._store_args import as_count, as_id
 from ._store_core import Component
 from ._store_messages import MessageInput, _conflict_text, _dedupe_batch
 
-__all__ = ["DEFAULT_LOAD_BATCH", "MAX_LOAD_BATCH", "LoadOps", "LoadReport"]
+__all__ = ["DEFAULT_LOAD_BATCH", "MAX_LOAD_BATCH", "LoadInput", "LoadOps", "LoadReport"]
+
+LoadInput = MessageInput | PreparedMessage
+"""What ``load_messages`` takes as a message: a ``Message``, a mapping of its fields, or
+what :meth:`Store.prepare` returned for a message (checked and encoded already)."""
 
 DEFAULT_LOAD_BATCH = 5000
 """Messages per batch of ``load_messages`` when the caller does not say (a count)."""
@@ -79,7 +90,7 @@ class LoadOps(Component):
     async def load_messages(
         self,
         chat_id: UUID | str,
-        messages: Iterable[MessageInput] | AsyncIterable[MessageInput],
+        messages: Iterable[LoadInput] | AsyncIterable[LoadInput],
         *,
         batch_size: int = DEFAULT_LOAD_BATCH,
     ) -> LoadReport:
@@ -126,14 +137,33 @@ class LoadOps(Component):
         The yields let the batch before this one stream to the database meanwhile: encoding
         (client CPU) overlaps the write (database time).
         """
+        limit = self._ctx.records.max_message_bytes
         prepared = []
         for start in range(0, len(batch), _YIELD_EVERY):
-            prepared += [
-                self._ctx.records.prepare(self._coerce_loaded(m, chat_id))
-                for m in batch[start : start + _YIELD_EVERY]
-            ]
+            for item in batch[start : start + _YIELD_EVERY]:
+                if isinstance(item, PreparedMessage):
+                    prepared.append(self._adopt_prepared(item, chat_id))
+                    continue
+                message = self._coerce_loaded(item, chat_id)
+                prepared.append(encode_for_load(message, limit))
             await asyncio.sleep(0)
         return prepared
+
+    def _adopt_prepared(self, item: PreparedMessage, chat_id: UUID) -> PreparedMessage:
+        """A caller's prepared message, for ``chat_id`` (its body holds no store field).
+
+        Raises:
+            InvalidArgument: If its fields are not a message, a text and a fingerprint.
+            PayloadTooLarge: If its payload is over this store's ``max_message_bytes``.
+        """
+        message, body, fingerprint = item.message, item.body, item.fingerprint
+        if not (isinstance(message, Message) and type(body) is str and _is_digest(fingerprint)):
+            msg = "a PreparedMessage in messages must be what Store.prepare returned"
+            raise InvalidArgument(msg)
+        check_payload_size(message, self._ctx.records.max_message_bytes)
+        if not _is_fresh(message, chat_id):
+            message = _for_chat(message, chat_id)
+        return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
 
     def _coerce_loaded(self, message: Any, chat_id: UUID) -> Message:
         """``_coerce_message`` without validating a ``Message`` instance a second time.
@@ -143,7 +173,7 @@ class LoadOps(Component):
         mappings are validated. The content checks all run in ``prepare`` either way.
         """
         if isinstance(message, Message) and type(message).__pydantic_complete__:
-            return message.model_copy(update=_fresh(chat_id))
+            return _for_chat(message, chat_id)
         return self._ctx.messages._coerce_message(message, chat_id)
 
     async def _load_batch(
@@ -205,6 +235,43 @@ def _fresh(chat_id: UUID) -> dict[str, Any]:
     return {"chat_id": chat_id, "seq": None, "revision": 0, "updated_at": None, "deleted_at": None}
 
 
+_FRESH_FIELDS = frozenset({"chat_id", "seq", "revision", "updated_at", "deleted_at"})
+
+
+def _for_chat(message: Message, chat_id: UUID) -> Message:
+    """``message.model_copy(update=_fresh(chat_id))``, without its generic steps.
+
+    The copy is shallow, as ``model_copy``'s: the instance's field values, extra fields
+    and fields set, with the store-assigned fields replaced (they are fields of every
+    ``Message``, never extras). A model with private attributes takes ``model_copy``.
+    """
+    if message.__pydantic_private__ is not None:
+        return message.model_copy(update=_fresh(chat_id))
+    cls = type(message)
+    copied = cls.__new__(cls)
+    fields = message.__dict__.copy()
+    fields.update(_fresh(chat_id))
+    extra = message.__pydantic_extra__
+    object.__setattr__(copied, "__dict__", fields)
+    object.__setattr__(copied, "__pydantic_extra__", None if extra is None else dict(extra))
+    fields_set = message.__pydantic_fields_set__ | _FRESH_FIELDS
+    object.__setattr__(copied, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(copied, "__pydantic_private__", None)
+    return copied
+
+
+def _is_fresh(message: Message, chat_id: UUID) -> bool:
+    """Whether a message holds the store-assigned fields :func:`_fresh` would give it."""
+    fields = message.__dict__
+    return (
+        fields["chat_id"] == chat_id
+        and fields["seq"] is None
+        and fields["revision"] == 0
+        and fields["updated_at"] is None
+        and fields["deleted_at"] is None
+    )
+
+
 def _as_stored(item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) -> Message:
     """The stored form of a message the bulk path wrote (for commit observers)."""
     message = item.message
@@ -214,7 +281,7 @@ def _as_stored(item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) ->
 
 
 async def _batches(
-    messages: Iterable[MessageInput] | AsyncIterable[MessageInput], size: int
+    messages: Iterable[LoadInput] | AsyncIterable[LoadInput], size: int
 ) -> AsyncIterator[list[Any]]:
     """Yield lists of at most ``size`` items of ``messages`` (sync or async), in order.
 
@@ -238,3 +305,8 @@ async def _batches(
         raise InvalidArgument(f"messages is an iterable of messages, not {kind}") from exc
     while chunk := list(islice(iterator, size)):
         yield chunk
+
+
+def _is_digest(value: object) -> bool:
+    """Whether ``value`` has the form of a fingerprint (64 hex digits of SHA-256)."""
+    return type(value) is str and len(value) == 64 and value.isascii() and value.isalnum()

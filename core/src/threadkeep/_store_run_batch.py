@@ -9,7 +9,7 @@ every message and step of the run together with its end status. Each is one call
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
@@ -46,19 +46,21 @@ class RunBatchOps(Component):
         owner = as_text(owner, "owner")
         lease = timedelta(seconds=as_positive_seconds(lease_seconds, "lease_seconds"))
         prepared = await self._prepared_batch(chat_id, messages)
+        if self._commit_checks_chat():
+            # The common case first, in one write: a new run of a live, hot chat. The batch
+            # writes nothing otherwise, and the loop below finds out which case it is.
+            now = self._ctx.now()
+            fresh = _new_run(chat_id, run_id, owner, now, lease)
+            result = await self._driver.commit_run(fresh, None, prepared, [], now)
+            if result is not None:
+                self._committed(chat_id, prepared, result[1])
+                return result[0]
         for _ in range(_CAS_ATTEMPTS):
             await self._ctx.chats._require_hot_chat(chat_id)
             now = self._ctx.now()
             current = await self._driver.get_run(chat_id, run_id)
             if current is None:
-                run = Run(
-                    chat_id=chat_id,
-                    run_id=run_id,
-                    owner=owner,
-                    lease_expires_at=now + lease,
-                    created_at=now,
-                    updated_at=now,
-                )
+                run = _new_run(chat_id, run_id, owner, now, lease)
                 expected = None
             elif current.status is RunStatus.ACTIVE and current.owner == owner:
                 renewal = {"lease_expires_at": now + lease, "updated_at": now}
@@ -104,9 +106,14 @@ class RunBatchOps(Component):
         for step in given:
             self._ctx.records.record_body(step)
         prepared = await self._prepared_batch(chat_id, messages)
-        for _ in range(_CAS_ATTEMPTS):
-            await self._ctx.chats._require_hot_chat(chat_id)
-            current = await self._ctx.runs.get_run(chat_id, run_id)
+        for attempt in range(_CAS_ATTEMPTS):
+            # First the run alone (one read): a driver whose _commit_run checks the chat
+            # writes nothing unless it is live and hot, and then the chat is looked at.
+            quick = attempt == 0 and self._commit_checks_chat()
+            current = await self._driver.get_run(chat_id, run_id) if quick else None
+            if current is None or current.status is not RunStatus.ACTIVE or current.owner != owner:
+                await self._ctx.chats._require_hot_chat(chat_id)  # ChatNotFound first, as always
+                current = await self._ctx.runs.get_run(chat_id, run_id)
             if current.status is not RunStatus.ACTIVE or current.owner != owner:
                 msg = f"run {run_id!r} ({current.status}, owner {current.owner!r})"
                 raise Conflict(msg + f": owner {owner!r} does not hold an active lease")
@@ -125,6 +132,15 @@ class RunBatchOps(Component):
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
         raise Conflict(f"run {run_id!r} kept changing under concurrent writers")
+
+    def _commit_checks_chat(self) -> bool:
+        """Whether the driver's own ``commit_run`` writes nothing unless the chat is hot.
+
+        The primitive's contract asks it; the non-atomic core default does not check the
+        chat (``Store`` looks at it first), so a driver keeping that default never gets a
+        batch for a chat nobody looked at.
+        """
+        return "commit_run" in self._driver.native
 
     async def _prepared_batch(
         self, chat_id: UUID, messages: Sequence[MessageInput]
@@ -145,3 +161,15 @@ class RunBatchOps(Component):
         created_messages = [stored for stored, created in results if created]
         if created_messages:
             notify_messages_committed(self, chat_id, created_messages)
+
+
+def _new_run(chat_id: UUID, run_id: str, owner: str, now: datetime, lease: timedelta) -> Run:
+    """Return a new active run of ``owner`` holding a lease of ``lease`` from ``now``."""
+    return Run(
+        chat_id=chat_id,
+        run_id=run_id,
+        owner=owner,
+        lease_expires_at=now + lease,
+        created_at=now,
+        updated_at=now,
+    )

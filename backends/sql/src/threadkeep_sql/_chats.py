@@ -178,7 +178,7 @@ def needs_recheck(chat_filter: ChatFilter) -> bool:
 
 
 class ChatsMixin(SqlBase):
-    """Chat primitives (``DriverPrimitives``, "chats") and ``_load_secret``."""
+    """Chat primitives (``threadkeep.driver``, "chats") and ``_load_secret``."""
 
     async def _load_secret(self, candidate: bytes) -> bytes:
         stmt = self._upsert(settings).on_conflict_do_nothing(index_elements=[settings.c.key])

@@ -1,25 +1,33 @@
-"""``commit_run``: a run record with its messages and steps, in one transaction."""
+"""``commit_run``: a run record with its messages and steps, in one transaction.
+
+Three ways, by backend: PostgreSQL sends the common case as one statement
+(:mod:`._pg_commit`), SQLite runs the whole transaction in one thread hop
+(:mod:`._lite_commit`), and everything else (a batch the one statement cannot take, a
+PostgreSQL pooler in transaction mode) takes the SQLAlchemy transaction below.
+"""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 
 import sqlalchemy as sa
 
 from threadkeep import Message, PreparedMessage, Run, Step
 
+from ._errors import is_unique_violation
+from ._lite import run_on_thread
+from ._lite_commit import LOCK_RUN, commit_on_thread
 from ._messages import MessagesMixin
+from ._pg_commit import commit_run_one
 from ._runs import RunsMixin, run_values
 from ._schema import runs
 
 __all__ = ["CommitMixin"]
 
-_LOCK_RUN = (
-    sa.select(runs.c.revision)
-    .where(runs.c.chat_id == sa.bindparam("chat_id"), runs.c.run_id == sa.bindparam("run_id"))
-    .with_for_update()
-)
+CommitResult = tuple[Run, list[tuple[Message, bool]], list[Step]]
 
 
 class CommitMixin(MessagesMixin, RunsMixin):
@@ -32,14 +40,119 @@ class CommitMixin(MessagesMixin, RunsMixin):
         messages: Sequence[PreparedMessage],
         steps: Sequence[Step],
         now: datetime,
-    ) -> tuple[Run, list[tuple[Message, bool]], list[Step]] | None:
+    ) -> CommitResult | None:
+        if self._db.dialect == "sqlite":
+            return await self._commit_run_lite(run, expected_revision, messages, steps, now)
+        if self._db.has_raw_driver:
+            fast = await self._commit_run_fast(run, expected_revision, messages, steps, now)
+            if fast is not None:
+                return fast
+        return await self._commit_run_transaction(run, expected_revision, messages, steps, now)
+
+    async def _commit_run_fast(
+        self,
+        run: Run,
+        expected_revision: int | None,
+        messages: Sequence[PreparedMessage],
+        steps: Sequence[Step],
+        now: datetime,
+    ) -> CommitResult | None:
+        """PostgreSQL: the batch in one statement, or ``None`` to take the transaction."""
+        if len({s.step_id for s in steps}) != len(steps) or any(
+            s.chat_id != run.chat_id for s in steps
+        ):
+            return None  # a step given twice, or of another chat: the transaction decides
+        marker = f'"seq":{2**62 + secrets.randbits(60)}'
+        records: list[Step] = []
+        bodies: list[tuple[Step, str]] = []
+        for step in steps:
+            record = step.model_copy(
+                update={"seq": int(marker[6:]), "created_at": step.created_at or now}
+            )
+            record = record.model_copy(update={"updated_at": now})
+            body = self.record_body(record)
+            if body.count(marker) != 1:
+                return None  # the marker also occurs in the step's own data
+            records.append(record)
+            bodies.append((record, body))
+        revision = run.revision if expected_revision is None else expected_revision + 1
+        run_body = self.record_body(run)
+        async with self._db.runner(write=True) as runner:
+            try:
+                row = await commit_run_one(
+                    runner,
+                    run=run,
+                    run_body=run_body,
+                    expected_revision=expected_revision,
+                    items=messages,
+                    steps=bodies,
+                    seq_marker=marker,
+                    now=now,
+                )
+            except Exception as exc:
+                if is_unique_violation(exc):  # a racing duplicate: nothing was written
+                    return None
+                raise
+        if row is None or row[0] != revision:
+            return None
+        _, first_seq, first_step = row
+        results = [
+            (self._new(item, run.chat_id, first_seq + i, now), True)
+            for i, item in enumerate(messages)
+        ]
+        saved = [r.model_copy(update={"seq": first_step + i}) for i, r in enumerate(records)]
+        stored = self.record_from_body(Run, run_body, revision=revision)
+        return stored, results, saved
+
+    async def _commit_run_lite(
+        self,
+        run: Run,
+        expected_revision: int | None,
+        messages: Sequence[PreparedMessage],
+        steps: Sequence[Step],
+        now: datetime,
+    ) -> CommitResult | None:
+        """SQLite: the whole transaction on the connection's thread, in one hop."""
+        run_body = self.record_body(run)
+        work = partial(
+            commit_on_thread,
+            run=run,
+            run_body=run_body,
+            expected_revision=expected_revision,
+            items=messages,
+            given=steps,
+            now=now,
+            body=self.record_body,
+        )
+        outcome = await run_on_thread(self._db, work, write=True)
+        if outcome is None:
+            return None
+        revision, outcomes, saved = outcome
+        results = [
+            (self._new(item, run.chat_id, seq, now), True)
+            if row is None
+            else (self._message_row(row), False)
+            for item, (seq, row) in zip(messages, outcomes, strict=True)
+        ]
+        stored = self.record_from_body(Run, run_body, revision=revision)
+        return stored, results, saved
+
+    async def _commit_run_transaction(
+        self,
+        run: Run,
+        expected_revision: int | None,
+        messages: Sequence[PreparedMessage],
+        steps: Sequence[Step],
+        now: datetime,
+    ) -> CommitResult | None:
+        """The batch through a SQLAlchemy transaction (every case, any dialect)."""
         # The chat row's lock (taken by _insert_locked's first statement, or below when there
         # are no messages) orders concurrent commits of one chat, so the run check holds.
         async with self._db.transaction() as conn:
             if not await self._lock_hot_chat(conn, run.chat_id):
                 return None
             params = {"chat_id": run.chat_id, "run_id": run.run_id}
-            stored_revision = (await conn.execute(_LOCK_RUN, params)).scalar()
+            stored_revision = (await conn.execute(LOCK_RUN, params)).scalar()
             if stored_revision != expected_revision:
                 return None
             results: list[tuple[Message, bool]] = []

@@ -467,20 +467,6 @@ class Database:
                 yield Runner(conn)
 
     @asynccontextmanager
-    async def raw_connection(self) -> AsyncIterator[Any]:
-        """PostgreSQL: a pooled asyncpg connection in autocommit mode, for one operation.
-
-        Each statement commits by itself. Native errors are mapped (``map_native_errors``).
-
-        Raises:
-            RuntimeError: On SQLite (a bug in the caller).
-        """
-        if self._compiled is None:
-            raise RuntimeError("raw_connection is for PostgreSQL only")
-        async with self._autocommit() as (_conn, driver):
-            yield driver
-
-    @asynccontextmanager
     async def sqlite_driver(self, *, write: bool) -> AsyncIterator[Any]:
         """SQLite: a pooled connection's ``aiosqlite.Connection``, for one operation.
 
@@ -616,5 +602,5 @@ class Database:
                 for conn, _ in held:
                     await conn.close()
                 await self.engine.dispose()
-        except Exception:  # noqa: BLE001 - closing must not raise (DriverPrimitives._close)
+        except Exception:  # noqa: BLE001 - closing must not raise (Driver.close)
             return

@@ -28,7 +28,7 @@ from sqlalchemy import exc as sa_exc
 
 from threadkeep import BackendUnavailable, Conflict, InvalidArgument, ThreadkeepError
 
-__all__ = ["is_unique_violation", "map_native_errors"]
+__all__ = ["is_seq_collision", "is_unique_violation", "map_native_errors"]
 
 _UNIQUE_SQLSTATE = "23505"
 
@@ -51,6 +51,26 @@ def is_unique_violation(exc: BaseException) -> bool:
         if getattr(item, "sqlstate", None) == _UNIQUE_SQLSTATE:
             return True
         if isinstance(item, sqlite3.IntegrityError) and "UNIQUE" in str(item):
+            return True
+    return False
+
+
+def is_seq_collision(exc: BaseException) -> bool:
+    """Return whether ``exc`` (or what it wraps) is a taken ``(chat_id, seq)`` of a message.
+
+    The primary key of ``messages`` (of any partition of it): a row already holds the seq
+    an append reserved. Steps' and ``message_refs``' own ``(chat_id, seq...)`` keys do not
+    count.
+    """
+    for item in _chain(exc):
+        if isinstance(item, asyncpg.UniqueViolationError):
+            table = getattr(item, "table_name", None) or ""
+            detail = getattr(item, "detail", None) or ""
+            if table.startswith("messages") and detail.startswith("Key (chat_id, seq)="):
+                return True
+        if isinstance(item, sqlite3.IntegrityError) and str(item).endswith(
+            "messages.chat_id, messages.seq"
+        ):
             return True
     return False
 

@@ -1,128 +1,168 @@
-"""Group commit (PostgreSQL): single-message appends of concurrent callers share a statement.
+"""Group commit (PostgreSQL): appends of concurrent callers share one statement and one commit.
 
-A store with many concurrent writers (runs of different users, each appending one message at
-a time) pays one statement, one commit and one WAL flush per append. :class:`GroupCommitter`
-coalesces them: while one group is being written, the appends that arrive queue up, and the
-next group writes all of them in one statement (one commit), whatever their chats:
+A store with many concurrent writers (runs of different users, each appending a message or a
+turn at a time) pays one statement, one commit and one WAL flush per append, and the client
+one round trip (a ``send`` that wakes a server process, a ``recv``) per append.
+:class:`GroupCommitter` coalesces them, whatever their chats:
 
-- an append that finds fewer than :data:`MAX_INFLIGHT` statements in flight runs alone at
-  once, in its own task, with the one-statement append of :mod:`threadkeep_sql._pg_append`
-  (no added latency for a few writers); past that, appends queue, and as each statement
-  finishes a background task writes the queue as one group (up to :data:`MAX_GROUP`
-  appends), so the number of statements in flight stays bounded however many writers;
-- the group statement (:data:`GROUP_APPEND`) locks the group's chats in ``chat_id`` order
-  (so two groups, or a group and another writer, never deadlock), leaves out each append
-  whose ``agui_id`` the chat stores already and each chat that is not hot, reserves every
-  chat's seqs in one ``UPDATE`` (``last_message_at`` only moves forward: a statement that
-  took its time earlier but committed later never sets it back) and inserts the messages
-  with ``ON CONFLICT DO NOTHING``;
-  it returns, per input position, the seq of each message actually inserted;
-- each caller gets its own outcome: its seq, or ``None`` (not inserted: the caller reads the
-  stored message or finds the chat is not hot, exactly as after a lone append);
-- per-call atomicity is trivial (one message per call), and one caller's failure never fails
-  another: two appends of the same ``(chat_id, agui_id)`` never share a group (the second
-  waits for the next, where it is a retry), and if the group statement fails as a whole (a
-  ``message_id`` taken, a value the database refuses, a lost connection) each append of the
-  group is retried alone (in arrival order within each chat), so each caller gets its own
-  result or its own error;
-- outcomes are matched to callers by key, never by the order rows come back: the group
-  statement returns each inserted message's input position (``ord``, joined on the message's
-  ``(chat_id, seq)``), and within a group a chat's seqs follow the order its appends
-  arrived (``row_number`` over ``ord``). Appends in different statements in flight at once
-  (a lone append, another group) are ordered by the chat's row lock, as without grouping;
-- the store runs writes to completion under cancellation (``shield_writes``, issue 12), so
-  a store caller cancelled while queued has its append written with its group and then gets
-  its ``CancelledError``; no other caller is touched. Called directly, a cancelled
-  :meth:`GroupCommitter.append` still queued is taken out of the queue (nothing written);
-  once sent, its outcome is dropped;
-- :meth:`GroupCommitter.close` waits until every append in flight or queued has its
-  outcome; an append that a cancelled group leaves without an outcome gets
-  ``BackendUnavailable`` (it may or may not be written), so no caller waits forever.
+- **Flush policy.** An append (a *call*: one message, or a batch of up to
+  :data:`MAX_CALL_MESSAGES`) is queued. When fewer than :data:`MAX_INFLIGHT` statements are
+  in flight, the queue is flushed at the end of the current event-loop iteration
+  (``loop.call_soon``), so every caller that became ready in the same iteration (callers
+  woken by one finished group come back together) joins the same statement, and a lone
+  writer waits one loop iteration, not a timer. When :data:`MAX_INFLIGHT` statements are in
+  flight, calls queue until one finishes, and the queue goes out at once as the next group.
+  A group holds up to :data:`MAX_GROUP_MESSAGES` messages, oldest calls first (FIFO, so no
+  caller is overtaken for long); a group of one call is sent as the plain one-statement
+  append of :mod:`threadkeep_sql._pg_append`.
+- **The statement** (:func:`group_statement`): the group's rows go in as one array per column
+  (``unnest``); it locks the group's chats in ``chat_id`` order (two groups, or a group and
+  any other writer, never deadlock), leaves out every call one of whose ``agui_id`` values its
+  chat stores already and every chat that is not hot, reserves each chat's seqs with one
+  ``UPDATE`` per chat (``last_message_at`` only moves forward: a statement that took its
+  time earlier but committed later never sets it back), inserts the messages and their
+  ``message_refs`` rows, and returns each written call's first seq. It has no ``ON
+  CONFLICT``: it writes every row it selected or fails as a whole.
+- **Outcomes are per call, matched by key** (the call's number in the group), never by the
+  order rows come back: a call gets its first seq (its messages got consecutive seqs, in
+  order), or ``None`` (nothing of it written: the chat is not hot, or one of its
+  ``agui_id`` values are stored; the caller sorts that out exactly as after a lone append).
+  Within a group a chat's calls get seqs in arrival order.
+- **All or nothing per call, isolation between callers.** Two calls that share a
+  ``(chat_id, agui_id)`` are never in one group nor in two groups in flight at once (the
+  later waits, and is then a retry). If a group statement fails and the server said why
+  (a ``message_id`` taken, a value the database refuses, a deadlock, a unique key another
+  process took meanwhile), nothing of it was written, and each call is retried alone (in
+  arrival order within each chat), so each caller gets its own result or its own error; an
+  ``IdempotencyConflict`` or a content error is one caller's and never reaches the group
+  (the first is decided by the caller on ``None``, the second before the call is queued).
+  If the connection failed without the server's answer (the group may have committed),
+  every call of the group gets its own ``BackendUnavailable``: retrying would write twice.
+- **Cancellation.** The store runs writes to completion under cancellation
+  (``shield_writes``, issue 12), so a store caller cancelled while queued has its call
+  written with its group (whole, as any write) and then gets its ``CancelledError``; no
+  other caller is touched. Called directly, a cancelled :meth:`GroupCommitter.append` still
+  queued is taken out of the queue (nothing written); once sent, its outcome is dropped. A
+  group statement is never cancelled by a caller: it runs in a task of its own.
+- :meth:`GroupCommitter.close` waits until every call in flight or queued has its outcome;
+  a call that a cancelled group task leaves without an outcome gets ``BackendUnavailable``
+  (it may or may not be written), so no caller waits forever.
 
-Appends with nested tool calls or reasonings (``message_refs`` rows) and batches go the usual
-way; they are rarer, and their statements are already one round trip.
+The statements go through ``Database.runner(write=True)``: on PostgreSQL the pooled asyncpg
+connection in ``AUTOCOMMIT`` (one round trip per group), behind a transaction pooler a
+transaction of its own; with a read replica each group is noted for read-your-writes like
+any write.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy import TextClause, text
+
 from threadkeep import BackendUnavailable, PreparedMessage
 
-from ._schema import escape_key
+from ._errors import _chain
+from ._pg_append import column_arrays, nested_refs
+from ._runner import Runner
 
-__all__ = ["GROUP_APPEND", "MAX_GROUP", "MAX_INFLIGHT", "GroupCommitter"]
+__all__ = [
+    "MAX_CALL_MESSAGES",
+    "MAX_GROUP_MESSAGES",
+    "MAX_INFLIGHT",
+    "GroupCommitter",
+    "group_statement",
+]
 
-MAX_GROUP = 256
-"""Appends written by one group statement at most (a count)."""
+MAX_GROUP_MESSAGES = 512
+"""Messages written by one group statement at most (a count; one call larger than this
+still goes, alone)."""
 
-MAX_INFLIGHT = 8
-"""Statements of one store's appends in flight at once: below it an append is sent alone
-at once; at it, appends queue and go in the next group statement. Measured here
-(``bench/writers_bench.py``), sending a queue of a few appends as a group cost more than
-sending them alone, so grouping starts only past 8 concurrent appends."""
+MAX_CALL_MESSAGES = 64
+"""Calls of more messages than this bypass the committer (one statement of their own)."""
 
-GROUP_APPEND = """
-WITH u AS (
-    SELECT * FROM unnest($1::int[], $2::uuid[], $3::uuid[], $4::text[], $5::text[],
-                         $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[],
-                         $11::timestamptz[], $12::text[], $13::text[])
-           AS u(ord, chat_id, message_id, agui_id, role, kind, run_id, request_id, block_id,
-                created_at, updated_at, fingerprint, body)
+MAX_INFLIGHT = 2
+"""Statements (groups) of one store in flight at once. While one is on the server, the
+callers of the other run their Python and queue for the next: client and server work
+overlap, and the number of connections busy with appends stays at this however many
+writers (``bench/writers_bench.py``)."""
+
+_UNNEST = """
+    SELECT * FROM unnest(CAST(:ords AS int[]), CAST(:calls AS int[]), CAST(:chat_ids AS uuid[]),
+                         CAST(:message_ids AS uuid[]), CAST(:agui_ids AS text[]),
+                         CAST(:roles AS text[]), CAST(:kinds AS text[]),
+                         CAST(:run_ids AS text[]), CAST(:request_ids AS text[]),
+                         CAST(:block_ids AS text[]), CAST(:created_ats AS timestamptz[]),
+                         CAST(:updated_ats AS timestamptz[]), CAST(:fingerprints AS text[]),
+                         CAST(:bodies AS text[]))
+           AS u(ord, call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
+                block_id, created_at, updated_at, fingerprint, body)"""
+
+_GROUP = f"""
+WITH u AS MATERIALIZED ({_UNNEST}
 ),
-locked AS (
+locked AS MATERIALIZED (
     SELECT chats.chat_id FROM chats
-     WHERE chats.chat_id IN (SELECT chat_id FROM u)
+     WHERE chats.chat_id = ANY(CAST(:chat_set AS uuid[]))
        AND chats.deleted_at IS NULL AND chats.status = 'active'
      ORDER BY chats.chat_id
        FOR UPDATE
 ),
-fresh AS (
-    SELECT u.*, row_number() OVER (PARTITION BY u.chat_id ORDER BY u.ord) AS rank,
-           count(*) OVER (PARTITION BY u.chat_id) AS n,
-           max(u.updated_at) OVER (PARTITION BY u.chat_id) AS newest
+stale AS (
+    SELECT DISTINCT u.call FROM u
+      JOIN messages ON messages.chat_id = u.chat_id AND messages.agui_id = u.agui_id
+),
+fresh AS MATERIALIZED (
+    SELECT u.*, row_number() OVER (PARTITION BY u.chat_id ORDER BY u.ord) AS rank
       FROM u JOIN locked USING (chat_id)
-     WHERE u.agui_id IS NULL
-        OR NOT EXISTS (SELECT 1 FROM messages
-                        WHERE messages.chat_id = u.chat_id AND messages.agui_id = u.agui_id)
+     WHERE u.call NOT IN (SELECT stale.call FROM stale)
 ),
 c AS (
     UPDATE chats
        SET next_seq = chats.next_seq + f.n, revision = chats.revision + 1,
            last_message_at = GREATEST(chats.last_message_at, f.newest),
            updated_at = GREATEST(chats.updated_at, f.newest)
-      FROM (SELECT DISTINCT chat_id, n, newest FROM fresh) AS f
+      FROM (SELECT chat_id, count(*) AS n, max(updated_at) AS newest
+              FROM fresh GROUP BY chat_id) AS f
      WHERE chats.chat_id = f.chat_id
  RETURNING chats.chat_id, chats.next_seq - f.n AS first_seq
+),
+placed AS MATERIALIZED (
+    SELECT fresh.*, c.first_seq + fresh.rank - 1 AS seq FROM fresh JOIN c USING (chat_id)
 ),
 m AS (
     INSERT INTO messages (chat_id, seq, message_id, agui_id, role, kind, run_id, request_id,
                           block_id, revision, created_at, updated_at, fingerprint, body)
-    SELECT fresh.chat_id, c.first_seq + fresh.rank - 1, fresh.message_id, fresh.agui_id,
-           fresh.role, fresh.kind, fresh.run_id, fresh.request_id, fresh.block_id, 0,
-           fresh.created_at, fresh.updated_at, fresh.fingerprint, fresh.body
-      FROM fresh JOIN c USING (chat_id)
-     ORDER BY fresh.ord
-    ON CONFLICT (chat_id, agui_id) WHERE agui_id IS NOT NULL DO NOTHING
- RETURNING chat_id, seq
-)
-SELECT fresh.ord, m.seq
-  FROM fresh JOIN c USING (chat_id)
-  JOIN m ON m.chat_id = fresh.chat_id AND m.seq = c.first_seq + fresh.rank - 1
-"""
-"""One statement for a group of single-message appends (see the module docstring)."""
+    SELECT chat_id, seq, message_id, agui_id, role, kind, run_id, request_id, block_id, 0,
+           created_at, updated_at, fingerprint, body
+      FROM placed ORDER BY ord
+){{refs}}
+SELECT call, min(seq) AS first_seq FROM placed GROUP BY call
+"""  # noqa: S608 - built from constant fragments only
 
-Lone = Callable[[UUID, PreparedMessage, datetime], Awaitable["int | None"]]
-Raw = Callable[[], Any]  # an async context manager yielding an asyncpg connection
+_GROUP_REFS = """,
+r AS (
+    INSERT INTO message_refs (chat_id, seq, kind, position, item_id, agui_id)
+    SELECT placed.chat_id, placed.seq, x.kind, x.position, x.item_id, x.agui_id
+      FROM unnest(CAST(:ref_indexes AS int[]), CAST(:ref_kinds AS text[]),
+                  CAST(:ref_positions AS int[]), CAST(:ref_items AS uuid[]),
+                  CAST(:ref_aguis AS text[]))
+              AS x(ord, kind, position, item_id, agui_id)
+      JOIN placed ON placed.ord = x.ord
+)"""
 
+GROUP_APPEND: TextClause = text(_GROUP.format(refs=""))
+GROUP_APPEND_REFS: TextClause = text(_GROUP.format(refs=_GROUP_REFS))
 
-def _key(value: str | None) -> str | None:
-    return None if value is None else escape_key(value)
+Lone = Callable[[UUID, Sequence[PreparedMessage], datetime], Awaitable["int | None"]]
+Runners = Callable[[], AbstractAsyncContextManager[Runner]]
 
 
 def _future() -> asyncio.Future[int | None]:
@@ -130,159 +170,206 @@ def _future() -> asyncio.Future[int | None]:
 
 
 @dataclass(slots=True, eq=False)  # found in the queue by identity
-class _Pending:
+class _Call:
     chat_id: UUID
-    item: PreparedMessage
+    items: Sequence[PreparedMessage]
     now: datetime
+    keys: frozenset[tuple[UUID, str]]
     done: asyncio.Future[int | None] = field(default_factory=_future)
 
-    @property
-    def key(self) -> tuple[UUID, str] | None:
-        agui_id = self.item.message.agui_id
-        return None if agui_id is None else (self.chat_id, agui_id)
+    def settle(self, result: int | None) -> None:
+        if not self.done.done():
+            self.done.set_result(result)
+
+    def fail(self, exc: BaseException) -> None:
+        if not self.done.done():
+            self.done.set_exception(exc)
+
+
+def _keys(chat_id: UUID, items: Sequence[PreparedMessage]) -> frozenset[tuple[UUID, str]]:
+    return frozenset(
+        (chat_id, item.message.agui_id) for item in items if item.message.agui_id is not None
+    )
+
+
+def group_statement(group: Sequence[_Call]) -> tuple[TextClause, dict[str, Any]]:
+    """Return the statement writing ``group`` (two calls or more) and its parameters.
+
+    Each message is one row of the arrays; ``ords`` numbers the rows in queue order and
+    ``calls`` names each row's call (its index in ``group``), which the result rows carry.
+    """
+    rows = [(n, call, item) for n, call in enumerate(group) for item in call.items]
+    messages = [item.message for _, _, item in rows]
+    params: dict[str, Any] = {
+        "ords": list(range(len(rows))),
+        "calls": [n for n, _, _ in rows],
+        "chat_ids": [call.chat_id for _, call, _ in rows],
+        "chat_set": sorted({call.chat_id for call in group}),
+        **column_arrays(messages),
+        "created_ats": [
+            m.created_at or call.now for m, (_, call, _) in zip(messages, rows, strict=True)
+        ],
+        "updated_ats": [call.now for _, call, _ in rows],
+        "fingerprints": [item.fingerprint for _, _, item in rows],
+        "bodies": [item.body for _, _, item in rows],
+    }
+    if not any(m.tool_calls or m.reasonings for m in messages):
+        return GROUP_APPEND, params
+    params.update(nested_refs([item for _, _, item in rows]))
+    return GROUP_APPEND_REFS, params
 
 
 class GroupCommitter:
-    """Coalesces concurrent single-message appends into group statements (module docstring).
+    """Coalesces concurrent appends into group statements (see the module docstring).
 
     Args:
-        lone: Appends one message alone (the one-statement append); returns its seq or
-            ``None``. Also what every append of a failed group is retried with.
-        raw: Returns an async context manager yielding a pooled asyncpg connection in
-            autocommit mode, native errors mapped (``Database.raw_connection``).
+        lone: Appends one call alone (``append_one`` for one message, ``append_batch`` for
+            more, a unique violation of a batch returned as ``None``); returns the first seq
+            or ``None``. Also what every call of a failed group is retried with.
+        runner: ``Database.runner`` for writes: returns an async context manager giving a
+            :class:`~threadkeep_sql._runner.Runner` for one self-atomic write statement
+            (native errors mapped, the write noted for read-your-writes).
     """
 
-    def __init__(self, lone: Lone, raw: Raw) -> None:
+    def __init__(self, lone: Lone, runner: Runners) -> None:
         self._lone = lone
-        self._raw = raw
+        self._runner = runner
         self._inflight = 0
-        self._queue: list[_Pending] = []
+        self._queue: list[_Call] = []
+        self._sending: set[tuple[UUID, str]] = set()
+        self._flush_soon: asyncio.Handle | None = None
         self._drainers: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
 
-    async def append(self, chat_id: UUID, item: PreparedMessage, now: datetime) -> int | None:
-        """Append one message (no nested items); return its seq, or ``None`` if not inserted.
+    async def append(
+        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+    ) -> int | None:
+        """Append one call (its messages in order, all or nothing); return its first seq.
 
-        ``None`` means what it means for ``append_one``: the chat is not hot, or the
-        ``agui_id`` is stored in the chat already.
+        Args:
+            chat_id: The chat.
+            items: One to :data:`MAX_CALL_MESSAGES` prepared messages, ``agui_id`` values
+                unique among them (``Store.append_messages`` dedupes a batch first).
+            now: The write's timestamp (``updated_at``, ``created_at`` when not given).
+
+        Returns:
+            The seq of the first message (the others follow it), or ``None`` when nothing
+            was written: the chat is not hot, or one of the ``agui_id`` values are stored in
+            the chat already (what ``append_one`` / ``append_batch`` return).
 
         Raises:
-            ThreadkeepError: This append's own error (``Conflict``, ``InvalidArgument``,
+            ThreadkeepError: This call's own error (``Conflict``, ``InvalidArgument``,
                 ``BackendUnavailable``...), never another caller's.
         """
-        if self._inflight < MAX_INFLIGHT:
-            self._enter()
-            try:
-                return await self._lone(chat_id, item, now)
-            finally:
-                self._leave()
-        pending = _Pending(chat_id, item, now)
-        self._queue.append(pending)
+        call = _Call(chat_id, items, now, _keys(chat_id, items))
+        self._queue.append(call)
         self._idle.clear()
+        if self._inflight < MAX_INFLIGHT and self._flush_soon is None:
+            self._flush_soon = asyncio.get_running_loop().call_soon(self._arrived)
         try:
-            return await asyncio.shield(pending.done)
+            return await call.done  # a cancelled caller cancels it: nothing else awaits it
         except asyncio.CancelledError:
-            if pending in self._queue:  # not sent yet: nothing written, others untouched
-                self._queue.remove(pending)
+            if call in self._queue:  # not sent yet: nothing written, others untouched
+                self._queue.remove(call)
                 self._settle()
-            else:  # sent: its outcome has no one to go to
-                pending.done.add_done_callback(_drop)
             raise
 
     async def close(self) -> None:
-        """Wait until every append in flight or queued has its outcome (before the pool closes).
+        """Wait until every call in flight or queued has its outcome (before the pool closes).
 
-        Appends that arrive while it waits are waited for too.
+        Calls that arrive while it waits are waited for too.
         """
         while not self._idle.is_set() or self._drainers:
             await self._idle.wait()
             if self._drainers:
                 await asyncio.gather(*self._drainers, return_exceptions=True)
 
-    def _enter(self) -> None:
-        self._inflight += 1
-        self._idle.clear()
-
-    def _leave(self) -> None:
-        self._inflight -= 1
-        self._start_drainers()
-        self._settle()
-
     def _settle(self) -> None:
         if not self._inflight and not self._queue:
             self._idle.set()
 
-    def _start_drainers(self) -> None:
+    def _arrived(self) -> None:
+        """The end of the loop iteration in which calls arrived: send them."""
+        self._flush_soon = None
+        self._flush(split=True)
+
+    def _flush(self, *, split: bool = False) -> None:
+        """Send queued calls as groups while fewer than :data:`MAX_INFLIGHT` are in flight.
+
+        ``split``: calls that arrived with nothing in flight (callers woken together by one
+        finished group) go as two groups, the older half now and the rest when it is back,
+        so the two halves alternate: one half's callers run their Python while the other's
+        statement is on the server.
+        """
+        if self._flush_soon is not None:  # called at once (a group finished): no second run
+            self._flush_soon.cancel()
+            self._flush_soon = None
         loop = asyncio.get_running_loop()
         while self._queue and self._inflight < MAX_INFLIGHT:
-            self._enter()
-            group, self._queue = _take_group(self._queue)
+            half = split and self._inflight == 0 and len(self._queue) > 1
+            calls = (len(self._queue) + 1) // 2 if half else len(self._queue)
+            group, self._queue = _take_group(self._queue, self._sending, calls)
+            if not group:  # every queued call waits for a key in flight
+                break
+            self._inflight += 1
+            for call in group:
+                self._sending |= call.keys
             task = loop.create_task(self._drain(group))
             self._drainers.add(task)
             task.add_done_callback(self._drainers.discard)
+            if half:
+                break
+        self._settle()
 
-    async def _drain(self, group: list[_Pending]) -> None:
+    async def _drain(self, group: list[_Call]) -> None:
         try:
             await self._write(group)
         finally:
-            for pending in group:  # cancelled mid-way: no caller may wait forever
-                if not pending.done.done():
-                    pending.done.set_exception(_interrupted())
-            self._leave()
+            for call in group:  # cancelled mid-way: no caller may wait forever
+                call.fail(_interrupted())
+                self._sending -= call.keys
+            self._inflight -= 1
+            self._flush()
 
-    async def _write(self, group: list[_Pending]) -> None:
+    async def _write(self, group: list[_Call]) -> None:
         if len(group) == 1:
             await self._alone(group[0])
             return
         try:
-            seqs = await self._write_group(group)
-        except Exception:  # noqa: BLE001 - isolate: each append alone gets its own outcome
-            await asyncio.gather(*(self._in_order(chat) for chat in _by_chat(group)))
+            firsts = await self._write_group(group)
+        except Exception as exc:  # noqa: BLE001 - isolate: each call gets its own outcome
+            if not _refused_by_server(exc):
+                for call in group:  # it may have committed: a retry could write it twice
+                    call.fail(_unknown_outcome(exc))
+                return
+            await asyncio.gather(*(self._in_order(calls) for calls in _by_chat(group)))
             return
-        for index, pending in enumerate(group):
-            if not pending.done.done():
-                pending.done.set_result(seqs.get(index))
+        for index, call in enumerate(group):
+            call.settle(firsts.get(index))
 
-    async def _in_order(self, appends: list[_Pending]) -> None:
-        for pending in appends:  # one chat's appends, in arrival order
-            await self._alone(pending)
+    async def _in_order(self, calls: list[_Call]) -> None:
+        for call in calls:  # one chat's calls, in arrival order
+            await self._alone(call)
 
-    async def _alone(self, pending: _Pending) -> None:
+    async def _alone(self, call: _Call) -> None:
         try:
-            result = await self._lone(pending.chat_id, pending.item, pending.now)
+            result = await self._lone(call.chat_id, call.items, call.now)
         except Exception as exc:  # noqa: BLE001 - handed to its own caller
-            if not pending.done.done():
-                pending.done.set_exception(exc)
+            call.fail(exc)
             return
-        if not pending.done.done():
-            pending.done.set_result(result)
+        call.settle(result)
 
-    async def _write_group(self, group: list[_Pending]) -> dict[int, int]:
-        messages = [p.item.message for p in group]
-        args = [
-            list(range(len(group))),
-            [p.chat_id for p in group],
-            [m.message_id for m in messages],
-            [_key(m.agui_id) for m in messages],
-            [m.role.value for m in messages],
-            [m.kind.value for m in messages],
-            [_key(m.run_id) for m in messages],
-            [_key(m.request_id) for m in messages],
-            [_key(m.block_id) for m in messages],
-            [m.created_at or p.now for m, p in zip(messages, group, strict=True)],
-            [p.now for p in group],
-            [p.item.fingerprint for p in group],
-            [p.item.body for p in group],
-        ]
-        async with self._raw() as conn:
-            rows = await conn.fetch(GROUP_APPEND, *args)
-        return {int(ordinal): int(seq) for ordinal, seq in rows}
+    async def _write_group(self, group: list[_Call]) -> dict[int, int]:
+        stmt, params = group_statement(group)
+        async with self._runner() as run:
+            rows = await run.all(stmt, params)
+        return {int(index): int(first) for index, first in rows}
 
 
-def _drop(done: asyncio.Future[int | None]) -> None:
-    if not done.cancelled():
-        done.exception()  # retrieved: no "exception was never retrieved" for a gone caller
+def _refused_by_server(exc: BaseException) -> bool:
+    """Whether the server answered ``exc`` (the statement failed: nothing was written)."""
+    return any(isinstance(item, asyncpg.PostgresError) for item in _chain(exc))
 
 
 def _interrupted() -> BackendUnavailable:
@@ -291,25 +378,41 @@ def _interrupted() -> BackendUnavailable:
     )
 
 
-def _by_chat(group: list[_Pending]) -> list[list[_Pending]]:
-    """The group's appends per chat, each chat's in arrival order."""
-    chats: dict[UUID, list[_Pending]] = {}
-    for pending in group:
-        chats.setdefault(pending.chat_id, []).append(pending)
+def _unknown_outcome(exc: Exception) -> BackendUnavailable:
+    error = BackendUnavailable(
+        f"the connection failed while this append was written with others ({exc}); it may "
+        "or may not be written: read before retrying an append without agui_id"
+    )
+    error.__cause__ = exc
+    return error
+
+
+def _by_chat(group: list[_Call]) -> list[list[_Call]]:
+    """The group's calls per chat, each chat's in arrival order."""
+    chats: dict[UUID, list[_Call]] = {}
+    for call in group:
+        chats.setdefault(call.chat_id, []).append(call)
     return list(chats.values())
 
 
-def _take_group(queue: list[_Pending]) -> tuple[list[_Pending], list[_Pending]]:
-    """Split off the next group: in arrival order, one append per ``(chat, agui_id)``."""
-    group: list[_Pending] = []
-    rest: list[_Pending] = []
-    keys: set[tuple[UUID, str]] = set()
-    for pending in queue:
-        key = pending.key
-        if len(group) >= MAX_GROUP or (key is not None and key in keys):
-            rest.append(pending)
+def _take_group(
+    queue: list[_Call], sending: set[tuple[UUID, str]], calls: int
+) -> tuple[list[_Call], list[_Call]]:
+    """Split off the next group: in arrival order, no ``(chat, agui_id)`` twice or in flight.
+
+    A call waits (stays in the rest) when one of its keys is in the group already or in a
+    group in flight, or when it would take the group past :data:`MAX_GROUP_MESSAGES`.
+    """
+    group: list[_Call] = []
+    rest: list[_Call] = []
+    taken: set[tuple[UUID, str]] = set()
+    size = 0
+    for call in queue:
+        full = group and (len(group) >= calls or size + len(call.items) > MAX_GROUP_MESSAGES)
+        if full or not call.keys.isdisjoint(taken) or not call.keys.isdisjoint(sending):
+            rest.append(call)
             continue
-        if key is not None:
-            keys.add(key)
-        group.append(pending)
+        taken |= call.keys
+        size += len(call.items)
+        group.append(call)
     return group, rest

@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from threadkeep.driver import finish
 
 from ._engine import Database
+from ._lite_rows import RowConverter
 from ._runner import Compiled
 
 __all__ = ["LiteOps", "run_on_thread"]
@@ -38,23 +39,46 @@ Row = Sequence[Any]
 Params = Mapping[str, Any]
 
 
+_CONVERTERS: dict[int, RowConverter] = {}
+"""Converters by ``id`` of their ``RawStatement`` (which each converter keeps alive)."""
+_MAX_CONVERTERS = 1024
+
+
+def _converter(stmt: sa.Executable, compiled: Compiled) -> RowConverter:
+    """The :class:`RowConverter` of ``stmt``, kept as long as ``compiled`` keeps its statement."""
+    raw = compiled.get(stmt)
+    converter = _CONVERTERS.get(id(raw))
+    if converter is not None and converter.raw is raw:
+        return converter
+    converter = RowConverter(stmt, raw)
+    if len(_CONVERTERS) < _MAX_CONVERTERS:
+        _CONVERTERS[id(raw)] = converter
+    return converter
+
+
 class LiteOps:
-    """The driver's statements on a ``sqlite3`` connection (used on its own thread only)."""
+    """The driver's statements on a ``sqlite3`` connection (used on its own thread only).
+
+    Rows come back converted a column at a time (:class:`~threadkeep_sql._lite_rows.RowConverter`):
+    the values SQLAlchemy's result processors give, timestamps as aware UTC datetimes.
+    """
 
     def __init__(self, conn: sqlite3.Connection, compiled: Compiled) -> None:
         self._conn = conn
         self._compiled = compiled
 
     def all(self, stmt: sa.Executable, params: Params) -> Sequence[Row]:
-        """Return every row, result processors applied."""
-        raw = self._compiled.get(stmt)
-        return raw.rows(self._conn.execute(raw.sql, raw.args(params)).fetchall())
+        """Return every row, converted."""
+        converter = _converter(stmt, self._compiled)
+        raw = converter.raw
+        return converter.rows(self._conn.execute(raw.sql, raw.args(params)).fetchall())
 
     def first(self, stmt: sa.Executable, params: Params) -> Row | None:
         """Return the first row, or ``None``."""
-        raw = self._compiled.get(stmt)
+        converter = _converter(stmt, self._compiled)
+        raw = converter.raw
         record = self._conn.execute(raw.sql, raw.args(params)).fetchone()
-        return None if record is None else raw.row(record)
+        return None if record is None else converter.rows([record])[0]
 
     def scalar(self, stmt: sa.Executable, params: Params) -> Any:
         """Return the first column of the first row, or ``None``."""

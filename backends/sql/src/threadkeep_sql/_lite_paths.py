@@ -28,7 +28,9 @@ from ._messages import (
     _NO_FILTER,
     _NO_SEQ,
     _PAGE,
+    _TOP_SEQ,
     MessagesMixin,
+    repaired_next_seq,
 )
 from ._schema import MESSAGE_COLUMNS, message_refs, messages
 
@@ -52,6 +54,8 @@ def _append(
     next_seq = ops.scalar(_LOCK_HOT_CHAT, {"chat_id": chat_id})
     if next_seq is None:
         return None
+    # A row written around the store may hold the next seq: repaired in this transaction.
+    next_seq = repaired_next_seq(chat_id, next_seq, ops.scalar(_TOP_SEQ, {"chat_id": chat_id}))
     outcomes: list[_Outcome] = []
     rows: list[dict[str, Any]] = []
     refs: list[dict[str, Any]] = []
@@ -95,7 +99,7 @@ class LiteMixin(MessagesMixin):
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         if self._db.dialect != "sqlite":
-            return await super().insert_messages(chat_id, messages, now)
+            return await self._insert_any(chat_id, messages, now)
         work = partial(_append, chat_id=chat_id, items=messages, now=now)
         outcomes = await run_on_thread(self._db, work, write=True)
         if outcomes is None:

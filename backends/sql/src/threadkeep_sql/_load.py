@@ -7,34 +7,39 @@ One transaction per batch, on either engine:
    and the transactional path's ``FOR UPDATE``), so while it is held no other writer can
    store a message in the chat, and the ``agui_id``s read next stay true until commit;
 2. read which of the batch's ``agui_id``s the chat stores, with their fingerprints (one
-   indexed read, ``ux_messages_agui``); a different fingerprint raises
+   indexed read, ``ux_messages_agui``: the ids as one array parameter on PostgreSQL, as one
+   JSON array read by ``json_each`` on SQLite); a different fingerprint raises
    ``IdempotencyConflict`` before anything is written;
 3. write the other messages with their seqs (``next_seq``, ``next_seq + 1``...) and their
    ``message_refs`` rows: PostgreSQL streams them with ``COPY`` (asyncpg
-   ``copy_records_to_table``, the binary protocol), SQLite with one ``executemany`` of a
-   prepared multi-row ``INSERT``;
+   ``copy_records_to_table``, the binary protocol), SQLite with one ``executemany`` of the
+   compiled ``INSERT``;
 4. move the chat's ``next_seq`` past them and bump its ``revision``, ``last_message_at``
    and ``updated_at``.
 
 A batch whose messages are all stored already writes nothing (step 3 and 4 are skipped), so
-a re-run of a load costs one read per batch.
+a re-run of a load costs one read per batch. On SQLite the four steps run as one function on
+the connection's thread (:func:`threadkeep_sql._lite.run_on_thread`, inside ``BEGIN
+IMMEDIATE``): one hand-off to that thread per batch instead of one per statement.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadkeep import CapabilityNotSupported, PreparedMessage
 from threadkeep.driver import resolve_batch
 
 from ._base import message_values, ref_values
-from ._messages import _BUMP_CHAT, MessagesMixin
+from ._lite import LiteOps, run_on_thread
+from ._messages import _BUMP_CHAT, _LOCK_HOT_CHAT, _TOP_SEQ, MessagesMixin, repaired_next_seq
 from ._schema import escape_key, message_refs, messages, unescape_key
 
 __all__ = ["LoadMixin"]
@@ -48,6 +53,7 @@ _PRESENT = """
 SELECT agui_id, fingerprint, seq FROM messages
  WHERE chat_id = $1 AND agui_id = ANY($2::text[])
 """
+_TOP = "SELECT max(seq) FROM messages WHERE chat_id = $1"  # repairs a counter behind a row
 _BUMP = """
 UPDATE chats SET next_seq = $2, revision = revision + 1, last_message_at = $3, updated_at = $3
  WHERE chat_id = $1
@@ -69,9 +75,15 @@ _MESSAGE_COLUMNS = (
     "body",
 )
 _REF_COLUMNS = ("chat_id", "seq", "kind", "position", "item_id", "agui_id")
-_SQLITE_IN_CHUNK = 900  # agui ids per IN list: well under SQLite's bound-variable limit
-
 _m = messages.c
+_IDS = sa.func.json_each(sa.bindparam("ids", type_=sa.String)).table_valued("value")
+_PRESENT_LITE = sa.select(_m.agui_id, _m.fingerprint, _m.seq).where(
+    _m.chat_id == sa.bindparam("chat_id"), _m.agui_id.in_(sa.select(_IDS.c.value))
+)
+"""The batch's stored ``agui_id``s on SQLite: the ids (escaped, as the column holds them)
+go as one JSON array, so one statement of fixed text serves any batch size."""
+_INSERT_MESSAGES = sa.insert(messages)
+_INSERT_REFS = sa.insert(message_refs)
 
 
 def _key(value: str | None) -> str | None:
@@ -100,7 +112,7 @@ def _plan(
 
 
 class LoadMixin(MessagesMixin):
-    """``load_messages`` (``DriverPrimitives``), see the module docstring."""
+    """``load_messages`` (``threadkeep.driver``), see the module docstring."""
 
     async def load_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
@@ -111,8 +123,7 @@ class LoadMixin(MessagesMixin):
                 # core then loads through _insert_messages, same guarantees, slower.
                 raise CapabilityNotSupported("bulk load (COPY) is off behind a transaction pooler")
             return await self._load_postgres(chat_id, messages, now)
-        async with self._db.transaction() as conn:
-            return await self._load_sqlite(conn, chat_id, messages, now)
+        return await self._load_sqlite(chat_id, messages, now)
 
     async def _load_postgres(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
@@ -121,6 +132,7 @@ class LoadMixin(MessagesMixin):
             next_seq = await driver.fetchval(_LOCK, chat_id)
             if next_seq is None:
                 return None
+            next_seq = repaired_next_seq(chat_id, next_seq, await driver.fetchval(_TOP, chat_id))
             aguis = [escape_key(i.message.agui_id) for i in items if i.message.agui_id is not None]
             present: dict[str, tuple[str, int]] = {}
             if aguis:
@@ -139,38 +151,40 @@ class LoadMixin(MessagesMixin):
         return seqs
 
     async def _load_sqlite(
-        self,
-        conn: AsyncConnection,
-        chat_id: UUID,
-        items: Sequence[PreparedMessage],
-        now: datetime,
+        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
     ) -> list[int | None] | None:
-        next_seq = await self._lock_hot_chat(conn, chat_id)  # BEGIN IMMEDIATE holds the file
-        if next_seq is None:
-            return None
-        aguis = [i.message.agui_id for i in items if i.message.agui_id is not None]
-        present: dict[str, tuple[str, int]] = {}
-        for start in range(0, len(aguis), _SQLITE_IN_CHUNK):
-            chunk = aguis[start : start + _SQLITE_IN_CHUNK]
-            stmt = sa.select(_m.agui_id, _m.fingerprint, _m.seq).where(
-                _m.chat_id == chat_id, _m.agui_id.in_(chunk)
-            )
-            for agui_id, fingerprint, seq in (await conn.execute(stmt)).all():
-                present[agui_id] = (fingerprint, seq)
-        seqs = _plan(chat_id, items, present, next_seq)
-        rows: list[dict[str, Any]] = []
-        refs: list[dict[str, Any]] = []
-        for item, seq in zip(items, seqs, strict=True):
-            if seq is not None:
-                rows.append(message_values(item, chat_id, seq, now))
-                refs += ref_values(item.message, chat_id, seq)
-        if rows:
-            await conn.execute(sa.insert(messages), rows)
-            if refs:
-                await conn.execute(sa.insert(message_refs), refs)
-            params = {"b_chat_id": chat_id, "b_next_seq": next_seq + len(rows), "now": now}
-            await conn.execute(_BUMP_CHAT, params)
-        return seqs
+        work = partial(_load_on_thread, chat_id=chat_id, items=items, now=now)
+        return await run_on_thread(self._db, work, write=True)
+
+
+def _load_on_thread(
+    ops: LiteOps, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+) -> list[int | None] | None:
+    """The SQLite batch inside ``BEGIN IMMEDIATE``, on the connection's thread (one hop)."""
+    next_seq = ops.scalar(_LOCK_HOT_CHAT, {"chat_id": chat_id})  # BEGIN IMMEDIATE holds the file
+    if next_seq is None:
+        return None
+    next_seq = repaired_next_seq(chat_id, next_seq, ops.scalar(_TOP_SEQ, {"chat_id": chat_id}))
+    aguis = [escape_key(i.message.agui_id) for i in items if i.message.agui_id is not None]
+    present: dict[str, tuple[str, int]] = {}
+    if aguis:
+        params = {"chat_id": chat_id, "ids": json.dumps(aguis)}
+        for agui_id, fingerprint, seq in ops.all(_PRESENT_LITE, params):
+            present[agui_id] = (fingerprint, seq)
+    seqs = _plan(chat_id, items, present, next_seq)
+    rows: list[dict[str, Any]] = []
+    refs: list[dict[str, Any]] = []
+    for item, seq in zip(items, seqs, strict=True):
+        if seq is not None:
+            rows.append(message_values(item, chat_id, seq, now))
+            refs += ref_values(item.message, chat_id, seq)
+    if rows:
+        ops.execute_many(_INSERT_MESSAGES, rows)
+        if refs:
+            ops.execute_many(_INSERT_REFS, refs)
+        bump = {"b_chat_id": chat_id, "b_next_seq": next_seq + len(rows), "now": now}
+        ops.execute_many(_BUMP_CHAT, [bump])
+    return seqs
 
 
 def _records(

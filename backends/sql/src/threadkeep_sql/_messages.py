@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadkeep import (
+    Conflict,
     Message,
     MessageFilter,
     MessageKind,
@@ -22,12 +24,14 @@ from threadkeep import (
 from threadkeep.driver import resolve_batch
 
 from ._base import SqlBase, message_values, ref_values
-from ._errors import is_unique_violation
-from ._group import GroupCommitter
+from ._errors import is_seq_collision, is_unique_violation
+from ._group import MAX_CALL_MESSAGES, GroupCommitter
 from ._pg_append import append_batch, append_one
 from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages
 
-__all__ = ["MessagesMixin"]
+__all__ = ["MessagesMixin", "repaired_next_seq"]
+
+_log = logging.getLogger("threadkeep_sql")
 
 _NO_SEQ = 2**62  # "before" for a first page: above every seq, so one cached statement serves
 _NO_FILTER = MessageFilter()
@@ -59,6 +63,12 @@ _LOCK_HOT_CHAT = (
     sa.select(_c.next_seq)
     .where(_c.chat_id == sa.bindparam("chat_id"), _c.deleted_at.is_(None), _c.status == "active")
     .with_for_update()
+)
+# The chat's highest stored seq, for the repair of a counter a row written around the store
+# got ahead of (``repaired_next_seq``); ``< _NO_SEQ`` keeps SQLite's text seqs (sorted above
+# every integer) out, and reads one entry of the primary key's index.
+_TOP_SEQ = sa.select(sa.func.max(_m.seq)).where(
+    _m.chat_id == sa.bindparam("chat_id"), _m.seq < _NO_SEQ
 )
 _BUMP_CHAT = (
     sa.update(chats)
@@ -191,6 +201,34 @@ def _last_messages_statement(dialect: str) -> sa.Select[Any]:
     )
 
 
+def repaired_next_seq(chat_id: UUID, next_seq: int, top: int | None) -> int:
+    """Return the seq the chat's next message gets: ``next_seq``, or past a row in the way.
+
+    Args:
+        chat_id: The chat (for the log).
+        next_seq: The chat row's counter, read under the chat's lock.
+        top: The chat's highest stored integer seq (``None``: no messages).
+
+    Returns:
+        ``top + 1`` when a row written outside threadkeep (a restored backup, a manual
+        insert, a half-applied migration) holds a seq at or above ``next_seq``, logged as a
+        ``WARNING`` on ``threadkeep_sql``; ``next_seq`` otherwise. The caller writes it
+        back with the append, in the same transaction.
+    """
+    if top is None or top < next_seq:
+        return next_seq
+    _log.warning(
+        "threadkeep: chat %s stores seq %d at or above its next seq %d (a row written "
+        "outside threadkeep); next seq repaired to %d",
+        chat_id,
+        top,
+        next_seq,
+        top + 1,
+        extra={"chat_id": str(chat_id), "stored_seq": top, "next_seq": next_seq},
+    )
+    return top + 1
+
+
 def _filtered_page(message_filter: MessageFilter) -> sa.Select[Any]:
     stmt = _PAGE
     if message_filter.roles is not None:
@@ -205,7 +243,7 @@ def _filtered_page(message_filter: MessageFilter) -> sa.Select[Any]:
 
 
 class MessagesMixin(SqlBase):
-    """Message primitives (``DriverPrimitives``, "messages")."""
+    """Message primitives (``threadkeep.driver``, "messages")."""
 
     _last_messages_sql: sa.Select[Any]
     _group: GroupCommitter | None = None
@@ -215,8 +253,21 @@ class MessagesMixin(SqlBase):
     async def insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
+        return await self._insert_any(chat_id, messages, now)
+
+    async def _insert_any(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
+        """``_insert_messages`` unwrapped (no shielded task of its own: callers have one)."""
+        # A row written around the store can hold the seq an append reserved (issue 12):
+        # the fast path then fails whole, and the transactional path repairs the counter.
         if self._db.dialect == "postgresql":
-            fast = await self._insert_fast(chat_id, messages, now)
+            try:
+                fast = await self._insert_fast(chat_id, messages, now)
+            except Conflict as exc:
+                if not is_seq_collision(exc):
+                    raise
+                fast = None
             if fast is not None:
                 return fast
         async with self._db.transaction() as conn:
@@ -225,21 +276,21 @@ class MessagesMixin(SqlBase):
     async def _insert_fast(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
-        """PostgreSQL: one statement per append; ``None`` sends the caller the slow way."""
-        if len(items) > 1:
-            return await self._insert_batch_fast(chat_id, items, now)
-        item = items[0]
-        nested = bool(item.message.tool_calls or item.message.reasonings)
+        """PostgreSQL: one statement per call, or a share of a group's (``_group``).
+
+        ``None`` sends the caller the transactional way: the chat is not hot, or a batch
+        holds an ``agui_id`` the chat stores (that path sorts out which are retries).
+        """
         for _ in range(_FAST_ATTEMPTS):
-            if nested or self._group is None:
-                seq = await self._append_alone(chat_id, item, now)
-            else:  # coalesced with concurrent appends of other callers (_group)
-                seq = await self._group.append(chat_id, item, now)
-            if seq is not None:
-                return [(self._new(item, chat_id, seq, now), True)]
-            if item.message.agui_id is None:
-                return None  # the chat is not hot: the caller finds out which way
-            params = {"chat_id": chat_id, "agui_id": item.message.agui_id}
+            first = await self._append_fast(chat_id, items, now)
+            if first is not None:
+                return [
+                    (self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)
+                ]
+            agui_id = items[0].message.agui_id
+            if len(items) > 1 or agui_id is None:
+                return None
+            params = {"chat_id": chat_id, "agui_id": agui_id}
             async with self._db.runner() as run:
                 stored = await run.first(_GET_BY_AGUI_IN_HOT_CHAT, params)
             if stored is not None:
@@ -247,26 +298,31 @@ class MessagesMixin(SqlBase):
             # Nothing inserted and nothing stored: the stored message went away; try again.
         return None
 
-    async def _append_alone(
-        self, chat_id: UUID, item: PreparedMessage, now: datetime
-    ) -> int | None:
-        """One append in one statement (``append_one``); its seq, or ``None`` if not inserted."""
-        async with self._db.runner(write=True) as run:
-            return await append_one(run, chat_id, item, now)
-
-    async def _insert_batch_fast(
+    async def _append_fast(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
-    ) -> list[tuple[Message, bool]] | None:
+    ) -> int | None:
+        """Write one call, with concurrent callers' when group commit is on; its first seq."""
+        if self._group is None or len(items) > MAX_CALL_MESSAGES:
+            return await self._append_call(chat_id, items, now)
+        return await self._group.append(chat_id, items, now)
+
+    async def _append_call(
+        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+    ) -> int | None:
+        """One call in one statement of its own; its first seq, or ``None`` if not written.
+
+        ``None``: the chat is not hot, an ``agui_id`` is stored already, or (a batch) a
+        racing duplicate took one meanwhile (nothing written).
+        """
         async with self._db.runner(write=True) as run:
+            if len(items) == 1:
+                return await append_one(run, chat_id, items[0], now)
             try:
-                first = await append_batch(run, chat_id, items, now)
+                return await append_batch(run, chat_id, items, now)
             except Exception as exc:
                 if is_unique_violation(exc):  # a racing duplicate: nothing was written
                     return None
                 raise
-        if first is None:
-            return None
-        return [(self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)]
 
     def _new(self, item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) -> Message:
         created = item.message.created_at or now
@@ -279,10 +335,17 @@ class MessagesMixin(SqlBase):
         items: Sequence[PreparedMessage],
         now: datetime,
     ) -> list[tuple[Message, bool]] | None:
-        """Append inside a write transaction: lock the chat, check agui ids, insert, bump."""
+        """Append inside a write transaction: lock the chat, check agui ids, insert, bump.
+
+        The chat's seq counter is checked against its highest stored seq first (one probe
+        of the primary key's index) and repaired when a row written around the store got
+        ahead of it (``repaired_next_seq``).
+        """
         next_seq = await self._lock_hot_chat(conn, chat_id)
         if next_seq is None:
             return None
+        top = (await conn.execute(_TOP_SEQ, {"chat_id": chat_id})).scalar()
+        next_seq = repaired_next_seq(chat_id, next_seq, top)
         existing = await self._stored_by_agui(conn, chat_id, items)
         results: list[tuple[Message, bool]] = []
         rows: list[dict[str, Any]] = []

@@ -28,16 +28,16 @@ from uuid import UUID
 
 from sqlalchemy import TextClause, text
 
-from threadkeep import PreparedMessage
+from threadkeep import Message, PreparedMessage
 
 from ._runner import Runner
 from ._schema import escape_key
 
-__all__ = ["append_batch", "append_one"]
+__all__ = ["append_batch", "append_one", "column_arrays", "key_param", "nested_refs"]
 
 
-def _key(value: str | None) -> str | None:
-    # These statements are plain text: escape key columns as KeyText would (see _schema).
+def key_param(value: str | None) -> str | None:
+    """Escape a key column's value as ``KeyText`` would: these statements are plain text."""
     return None if value is None else escape_key(value)
 
 
@@ -127,7 +127,21 @@ APPEND_BATCH: TextClause = text(_BATCH.format(refs=""))
 APPEND_BATCH_REFS: TextClause = text(_BATCH.format(refs=_BATCH_REFS))
 
 
-def _refs(messages: Sequence[PreparedMessage]) -> dict[str, list[Any]]:
+def column_arrays(messages: Sequence[Message]) -> dict[str, list[Any]]:
+    """The per-message columns of an ``unnest`` append as arrays, key columns escaped."""
+    return {
+        "message_ids": [m.message_id for m in messages],
+        "agui_ids": [key_param(m.agui_id) for m in messages],
+        "roles": [m.role.value for m in messages],
+        "kinds": [m.kind.value for m in messages],
+        "run_ids": [key_param(m.run_id) for m in messages],
+        "request_ids": [key_param(m.request_id) for m in messages],
+        "block_ids": [key_param(m.block_id) for m in messages],
+    }
+
+
+def nested_refs(messages: Sequence[PreparedMessage]) -> dict[str, list[Any]]:
+    """The ``message_refs`` rows of ``messages`` as arrays (``ref_indexes``: message positions)."""
     refs: dict[str, list[Any]] = {
         "ref_indexes": [],
         "ref_kinds": [],
@@ -144,7 +158,7 @@ def _refs(messages: Sequence[PreparedMessage]) -> dict[str, list[Any]]:
             refs["ref_kinds"].append(kind)
             refs["ref_positions"].append(positions[kind])
             refs["ref_items"].append(item_id)
-            refs["ref_aguis"].append(_key(agui_id))
+            refs["ref_aguis"].append(key_param(agui_id))
             positions[kind] += 1
     return refs
 
@@ -161,19 +175,19 @@ async def append_one(
         "chat_id": chat_id,
         "now": now,
         "message_id": message.message_id,
-        "agui_id": _key(message.agui_id),
+        "agui_id": key_param(message.agui_id),
         "role": message.role.value,
         "kind": message.kind.value,
-        "run_id": _key(message.run_id),
-        "request_id": _key(message.request_id),
-        "block_id": _key(message.block_id),
+        "run_id": key_param(message.run_id),
+        "request_id": key_param(message.request_id),
+        "block_id": key_param(message.block_id),
         "created_at": message.created_at or now,
         "fingerprint": item.fingerprint,
         "body": item.body,
     }
     stmt = APPEND_ONE
     if message.tool_calls or message.reasonings:
-        refs = _refs([item])
+        refs = nested_refs([item])
         del refs["ref_indexes"]
         params.update(refs)
         stmt = APPEND_ONE_REFS
@@ -195,20 +209,14 @@ async def append_batch(
         "chat_id": chat_id,
         "now": now,
         "n": len(items),
-        "message_ids": [m.message_id for m in messages],
-        "agui_ids": [_key(m.agui_id) for m in messages],
-        "roles": [m.role.value for m in messages],
-        "kinds": [m.kind.value for m in messages],
-        "run_ids": [_key(m.run_id) for m in messages],
-        "request_ids": [_key(m.request_id) for m in messages],
-        "block_ids": [_key(m.block_id) for m in messages],
+        **column_arrays(messages),
         "created_ats": [m.created_at or now for m in messages],
         "fingerprints": [item.fingerprint for item in items],
         "bodies": [item.body for item in items],
     }
     stmt = APPEND_BATCH
     if any(m.tool_calls or m.reasonings for m in messages):
-        params.update(_refs(items))
+        params.update(nested_refs(items))
         stmt = APPEND_BATCH_REFS
     first: int | None = await run.scalar(stmt, params)
     return first

@@ -47,7 +47,7 @@ def run_values(run: Run, body: str) -> dict[str, Any]:
 
 
 class RunsMixin(SqlBase):
-    """Step and run primitives (``DriverPrimitives``, "steps and runs")."""
+    """Step and run primitives (``threadkeep.driver``, "steps and runs")."""
 
     def _step(self, row: Sequence[Any]) -> Step:
         chat_id, seq, body = row

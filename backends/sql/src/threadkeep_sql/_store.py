@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -230,7 +231,7 @@ class SqlDriver(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, Pre
             self._db.route_reads(standby, self._scale.read_wait, strong=strong)
         self._last_messages_sql = _last_messages_statement(self._db.dialect)
         if self._db.dialect == "postgresql":
-            self._group = GroupCommitter(self._append_alone, self._db.raw_connection)
+            self._group = GroupCommitter(self._append_call, partial(self._db.runner, write=True))
         try:
             await self._in_schema(self._db, self._prepare_schema, write=True)
         except BaseException:

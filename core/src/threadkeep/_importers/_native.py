@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._boundary_rules import is_compaction
 from .._content import dump_json, validate_model
-from .._encode import prepare_message
+from .._encode_bulk import encode_for_load
 from .._errors import InvalidArgument
 from .._models import Boundary, Message
 from .._records import record_body
@@ -68,7 +68,7 @@ def check_message(message: Message, where: str, max_message_bytes: int) -> Messa
         PayloadTooLarge: If it is over the store's limits.
     """
     try:
-        prepare_message(message, max_message_bytes)
+        encode_for_load(message, max_message_bytes)
     except InvalidArgument as exc:
         raise type(exc)(f"{where}: {exc}") from exc
     return message

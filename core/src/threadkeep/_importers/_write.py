@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._content import validate_model
+from .._content import PreparedMessage, validate_model
 from .._errors import IdempotencyConflict, InvalidArgument
 from .._models import Message
 from .._records import record_body
@@ -255,7 +255,7 @@ async def store_conversation(
         report.chats_present += 1
     try:
         loaded = await store.load_messages(
-            chat.chat_id, conversation.messages, batch_size=LOAD_BATCH
+            chat.chat_id, _loadable(conversation), batch_size=LOAD_BATCH
         )
     except IdempotencyConflict as exc:
         msg = (
@@ -277,3 +277,19 @@ async def store_conversation(
     source = {**conversation.metadata.get("source", {}), "digest": digest, "counts": counts}
     await store.update_chat(chat.chat_id, metadata={**chat.metadata, "source": source})
     return report
+
+
+def _loadable(conversation: Conversation) -> Sequence[Message | PreparedMessage]:
+    """The conversation's messages as prepared by its check, else the messages themselves.
+
+    A conversation may carry ``prepared``: what the check pass made of each message (its
+    body and fingerprint), so ``load_messages`` does not encode them again. It is used
+    only when it holds exactly the conversation's message objects, in order.
+    """
+    prepared: Sequence[PreparedMessage] = getattr(conversation, "prepared", ())
+    messages = conversation.messages
+    if len(prepared) == len(messages) and all(
+        item.message is message for item, message in zip(prepared, messages, strict=True)
+    ):
+        return prepared
+    return messages

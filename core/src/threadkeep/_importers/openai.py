@@ -24,13 +24,13 @@ the record has an ``id``) and message ``n`` of a record has ``agui_id`` ``openai
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._content import validate_model
-from .._encode import prepare_message
+from .._content import PreparedMessage, validate_model
+from .._encode_bulk import encode_for_load
 from .._errors import InvalidArgument
 from .._models import Message, Role
 from . import ImportReport, ProgressCallback
@@ -63,6 +63,8 @@ class _Conversation:
     metadata: dict[str, Any]
     messages: list[Message]
     where: str
+    prepared: list[PreparedMessage] = field(default_factory=list)
+    """``messages`` checked and encoded (``Store.prepare``'s result), loaded as they are."""
 
 
 async def import_openai(
@@ -163,9 +165,10 @@ def _conversation(
     check_record(record, where)
     entries = _entries(record, where)
     messages = _messages(entries, where)
+    prepared = []
     for position, message in enumerate(messages):
         try:  # what the store would refuse, refused before anything is written
-            prepare_message(message, max_message_bytes)
+            prepared.append(encode_for_load(message, max_message_bytes))
         except InvalidArgument as exc:
             raise type(exc)(f"{where}, message {position}: {exc}") from exc
     fields = {}
@@ -178,6 +181,7 @@ def _conversation(
         metadata=metadata,
         messages=messages,
         where=where,
+        prepared=prepared,
     )
 
 

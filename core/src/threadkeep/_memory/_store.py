@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar
@@ -26,6 +27,8 @@ from ._runs import MemoryRunsMixin
 from ._state import ChatRow, MemoryState, MessageRow, named_state
 
 __all__ = ["MemoryDriver", "MemoryStore"]
+
+_log = logging.getLogger("threadkeep.memory")
 
 
 class MemoryDriver(MemoryRunsMixin, DriverBase):
@@ -227,6 +230,19 @@ class MemoryDriver(MemoryRunsMixin, DriverBase):
         """``insert_messages`` for a hot chat, the lock held; raises before writing."""
         state = self._state
         chat = state.chats[chat_id]
+        if chat.seqs and chat.seqs[-1] >= chat.next_seq:
+            # A row written around the store sits in the way of the next seq: writing there
+            # would overwrite it. Repair the counter from the highest stored seq (issue 12).
+            _log.warning(
+                "threadkeep: chat %s stores seq %d at or above its next seq %d (a row "
+                "written outside threadkeep); next seq repaired to %d",
+                chat_id,
+                chat.seqs[-1],
+                chat.next_seq,
+                chat.seqs[-1] + 1,
+                extra={"chat_id": str(chat_id), "stored_seq": chat.seqs[-1]},
+            )
+            chat.next_seq = chat.seqs[-1] + 1
 
         def stored(agui_id: str) -> tuple[str, MessageRow] | None:
             seq = state.agui_index.get((chat_id, agui_id))

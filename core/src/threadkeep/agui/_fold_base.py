@@ -16,7 +16,7 @@ from ag_ui.core import BaseEvent
 from .._models import Message, MessageStatus, Reasoning, Role, ToolCall
 from .._runs import StepStatus
 from ._state import REUSED_ID_NOTE, FoldState, Record
-from ._text import TextBuffer, repair_model
+from ._text import TextBuffer, repair_model, utf8_size
 from ._wire import coerce
 
 __all__ = ["FoldBase"]
@@ -248,11 +248,11 @@ class FoldBase:
             buffer: The record's buffer for it (content, a call's arguments, a reasoning).
             delta: The streamed text.
         """
-        size = len(delta.encode("utf-8", "surrogatepass"))
+        size = utf8_size(delta)
         if record.truncated_at is None:
             limit = state.writer.store.max_message_bytes
             if record.streamed_bytes + size <= limit:
-                buffer.append(delta)
+                buffer.append(delta, size)
                 await state.writer.record_delta(state, record)
                 return
             record.truncated_at = record.streamed_bytes

@@ -74,17 +74,27 @@ class Record:
     @property
     def pending_bytes(self) -> int:
         """UTF-8 bytes streamed since the last successful write."""
-        return sum(b.pending_bytes for b in self.buffers())
+        total = self.content.pending_bytes  # read per delta: no list built for one buffer
+        if self.tool_args or self.reasoning_text:
+            total += sum(b.pending_bytes for b in self.buffers()[1:])
+        return total
 
     @property
     def streamed_bytes(self) -> int:
         """UTF-8 bytes of streamed text the record holds (written or not)."""
-        return self.pending_bytes + self.flushed_bytes
+        content = self.content
+        total = content.pending_bytes + content.flushed_bytes
+        if self.tool_args or self.reasoning_text:
+            total += sum(b.pending_bytes + b.flushed_bytes for b in self.buffers()[1:])
+        return total
 
     @property
     def flushed_bytes(self) -> int:
         """UTF-8 bytes already written."""
-        return sum(b.flushed_bytes for b in self.buffers())
+        total = self.content.flushed_bytes
+        if self.tool_args or self.reasoning_text:
+            total += sum(b.flushed_bytes for b in self.buffers()[1:])
+        return total
 
     def mark_flushed(self) -> None:
         """Record a successful write of the current state."""

@@ -19,6 +19,7 @@ __all__ = [
     "repair_model",
     "repair_surrogates",
     "repair_value",
+    "utf8_size",
 ]
 
 SURROGATES_NOTE = "replaced_surrogates"
@@ -97,6 +98,13 @@ def repair_model(model: M, *, note: bool = True) -> tuple[M, int]:
     return type(model).model_validate(data), replaced
 
 
+def utf8_size(text: str) -> int:
+    """Return the UTF-8 size of ``text`` in bytes (a lone surrogate counts 3, as encoded)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 class TextBuffer:
     """Deltas appended in order; ``text()`` joins them once and keeps the joined string.
 
@@ -111,11 +119,17 @@ class TextBuffer:
         self.pending_bytes = 0
         self.flushed_bytes = 0
 
-    def append(self, delta: str) -> None:
-        """Add a delta (any string; empty deltas are kept out)."""
+    def append(self, delta: str, size: int | None = None) -> None:
+        """Add a delta (any string; empty deltas are kept out).
+
+        Args:
+            delta: The text.
+            size: Its UTF-8 size in bytes when the caller measured it already
+                (:func:`utf8_size`).
+        """
         if delta:
             self._parts.append(delta)
-            self.pending_bytes += len(delta.encode("utf-8", "surrogatepass"))
+            self.pending_bytes += utf8_size(delta) if size is None else size
 
     def text(self) -> str:
         """Return the folded text (joined once, then cached)."""

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from ag_ui.core import BaseEvent, Event
+from ag_ui.core import BaseEvent, Event, RunErrorEvent, ToolCallResultEvent
 from pydantic import ValidationError
 
 from .._errors import InvalidArgument
@@ -71,7 +71,15 @@ def coerce(event: BaseEvent) -> BaseEvent:
     Returns:
         The event to fold (``event`` itself unless a dialect rule applies).
     """
+    if type(event) in _AS_IS:  # the per-delta path: a typed event no rule rewrites
+        return event
     return coerce_event(event, EVENT_CLASSES, (UnknownEvent,))
+
+
+_AS_IS = frozenset(EVENT_CLASSES.values()) - {RunErrorEvent, ToolCallResultEvent}
+"""Event classes ``coerce_event`` returns unchanged whatever their fields: only a
+``RUN_ERROR`` or ``TOOL_CALL_RESULT`` (dialect fields as extras), a bare ``BaseEvent``, an
+``UnknownEvent`` or a subclass can be rewritten."""
 
 
 @dataclass(frozen=True, slots=True)

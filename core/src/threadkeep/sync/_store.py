@@ -12,8 +12,7 @@ from uuid import UUID
 
 import threadkeep
 from threadkeep import Capabilities, LoadReport, Store
-from threadkeep._store_load import DEFAULT_LOAD_BATCH
-from threadkeep.typing import MessageInput
+from threadkeep._store_load import DEFAULT_LOAD_BATCH, LoadInput
 
 from ._methods import SyncMethods
 from ._portal import LoopThread
@@ -128,7 +127,7 @@ class SyncStore(SyncMethods):
     def load_messages(
         self,
         chat_id: UUID | str,
-        messages: Iterable[MessageInput] | AsyncIterable[MessageInput],
+        messages: Iterable[LoadInput] | AsyncIterable[LoadInput],
         *,
         batch_size: int = DEFAULT_LOAD_BATCH,
     ) -> LoadReport:
@@ -141,8 +140,9 @@ class SyncStore(SyncMethods):
 
         Args:
             chat_id: The chat (a ``UUID`` or its text form).
-            messages: ``Message`` instances or mappings of their fields, as a list, any
-                iterable or an async iterable; consumed once, in order.
+            messages: ``Message`` instances, mappings of their fields, or what
+                ``prepare`` returned (``PreparedMessage``, written as it is), as a list,
+                any iterable or an async iterable; consumed once, in order.
             batch_size: Messages per batch (count, 1 to ``MAX_LOAD_BATCH``).
 
         Returns:
