@@ -120,6 +120,11 @@ class Store:
         self._previews = ctx.previews = PreviewOps(ctx)
         self._load = ctx.load = LoadOps(ctx)
         self._copy = ctx.copy = CopyOps(ctx)
+        # Each public method below delegates to its component; binding the component's
+        # method on the instance once saves that extra call on every call (the class
+        # methods stay what documentation, introspection and threadkeep.sync read).
+        for name, part in _DELEGATED:
+            setattr(self, name, getattr(getattr(self, part), name))
 
     # -- the driver and the settings --------------------------------------------------
 
@@ -1611,3 +1616,63 @@ class Store:
             BackendUnavailable: If the backend fails.
         """
         return await self._copy.copy_run(run)
+
+
+_DELEGATED: tuple[tuple[str, str], ...] = (
+    ("create_chat", "_chats"),
+    ("get_chat", "_chats"),
+    ("find_chat", "_chats"),
+    ("update_chat", "_chats"),
+    ("rename_chat", "_chats"),
+    ("delete_chat", "_chats"),
+    ("restore_chat", "_chats"),
+    ("list_chats", "_chats"),
+    ("purge", "_chats"),
+    ("erase_user", "_chats"),
+    ("append_message", "_messages"),
+    ("append_messages", "_messages"),
+    ("get_message", "_messages"),
+    ("get_message_by_agui_id", "_messages"),
+    ("update_message", "_messages"),
+    ("delete_messages", "_messages"),
+    ("list_messages", "_messages"),
+    ("get_last_messages", "_messages"),
+    ("append_tool_call", "_nested"),
+    ("append_reasoning", "_nested"),
+    ("update_tool_call", "_nested"),
+    ("update_reasoning", "_nested"),
+    ("get_tool_call", "_nested"),
+    ("get_reasoning", "_nested"),
+    ("get_tool_call_by_agui_id", "_nested"),
+    ("get_reasoning_by_agui_id", "_nested"),
+    ("start_over", "_context"),
+    ("compact", "_context"),
+    ("context_messages", "_context"),
+    ("save_steps", "_steps"),
+    ("update_step", "_steps"),
+    ("get_step", "_steps"),
+    ("get_steps", "_steps"),
+    ("get_last_incomplete_step", "_steps"),
+    ("get_stack_steps", "_steps"),
+    ("get_stack_path", "_steps"),
+    ("get_run", "_runs"),
+    ("start_run", "_runs"),
+    ("heartbeat_run", "_runs"),
+    ("finish_run", "_runs"),
+    ("claim_run", "_runs"),
+    ("sweep_expired_runs", "_runs"),
+    ("finalize_run_records", "_runs"),
+    ("discard_run", "_runs"),
+    ("begin_run", "_run_batch"),
+    ("end_run", "_run_batch"),
+    ("list_chat_previews", "_previews"),
+    ("load_messages", "_load"),
+    ("scan_messages", "_copy"),
+    ("scan_steps", "_copy"),
+    ("copy_chat", "_copy"),
+    ("copy_deletion", "_copy"),
+    ("copy_messages", "_copy"),
+    ("copy_steps", "_copy"),
+    ("copy_run", "_copy"),
+)
+"""``(method, component attribute)`` of every public method that delegates to a component."""
