@@ -48,7 +48,7 @@ class TestMongoContract(StoreContract):
 
     async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
         mongo = _mongo(store)
-        docs = await mongo.driver._cols.messages.find({"chat_id": chat_id}).to_list(None)
+        docs = await mongo._cols.messages.find({"chat_id": chat_id}).to_list(None)
         return [
             RawMessage.from_body(
                 await _body(mongo, doc),
@@ -68,10 +68,10 @@ class TestMongoContract(StoreContract):
         field, value = damaged
         mongo = _mongo(store)
         if kind == "chat":
-            await mongo.driver._cols.chats.update_one({"_id": chat_id}, {"$set": {field: value}})
+            await mongo._cols.chats.update_one({"_id": chat_id}, {"$set": {field: value}})
         else:
             query = {"chat_id": chat_id, "seq": seq}
-            await mongo.driver._cols.messages.update_one(query, {"$set": {field: value}})
+            await mongo._cols.messages.update_one(query, {"$set": {field: value}})
         return "created_at" if field == "created_us" else "body"
 
 
