@@ -27,6 +27,21 @@ def _state_of(store: Store) -> Any:
     return store.driver._state
 
 
+def _damage_record(
+    state: Any, kind: str, chat_id: UUID, seq: int | None, damage: str
+) -> str | None:
+    """Damage the body of the chat's step of ``seq``, or of its one run."""
+    body = DAMAGED_BODIES.get(damage)
+    if body is None:
+        return None
+    if kind == "step":
+        [row] = [r for r in state.steps.values() if r.chat_id == chat_id and r.seq == seq]
+    else:
+        [row] = [r for key, r in state.runs.items() if key[0] == chat_id]
+    row.body = body
+    return "body"
+
+
 class TestMemoryStore(StoreContract):
     """``memory://<unique name>`` per test: named stores share state across reopen."""
 
@@ -59,6 +74,8 @@ class TestMemoryStore(StoreContract):
     ) -> str | None:
         state = _state_of(store)
         with state.lock:
+            if kind in ("step", "run"):
+                return _damage_record(state, kind, chat_id, seq, damage)
             chat = state.chats[chat_id]
             row = chat if kind == "chat" else chat.messages[seq]
             if damage.startswith("timestamp"):
@@ -69,7 +86,7 @@ class TestMemoryStore(StoreContract):
             row.body = DAMAGED_BODIES[damage]
             return "body"
 
-    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> bool:
+    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> str:
         """Re-key the row of ``seq`` to ``new_seq``, leaving the chat's ``next_seq`` alone."""
         state = _state_of(store)
         with state.lock:
@@ -83,4 +100,4 @@ class TestMemoryStore(StoreContract):
             state.message_index[row.message_id] = (chat_id, new_seq)
             if row.agui_id is not None:
                 state.agui_index[(chat_id, row.agui_id)] = new_seq
-            return True
+            return "behind"

@@ -8,6 +8,7 @@ against it too.
 
 from __future__ import annotations
 
+import gc
 import math
 from typing import Any
 
@@ -28,10 +29,15 @@ from threadkeep import (
     PayloadTooLarge,
     Reasoning,
     ToolCall,
+    open_store,
 )
-from threadkeep._content import ENVELOPE_ALLOWANCE_BYTES, MAX_NESTING_DEPTH
+from threadkeep._content import (
+    ENVELOPE_ALLOWANCE_BYTES,
+    MAX_NESTING_DEPTH,
+    message_payload_bytes,
+)
 from threadkeep._encode import encode_message
-from threadkeep._encode_bulk import encode_for_load
+from threadkeep._encode_bulk import collector_paused, encode_for_load, payload_bytes
 
 LIMIT = 16 * 1024 * 1024
 
@@ -58,6 +64,7 @@ def _deep(levels: int) -> Any:
 
 def _equal(message: Message, limit: int = LIMIT) -> None:
     assert encode_for_load(message, limit) == encode_message(message, limit)
+    assert payload_bytes(message) == message_payload_bytes(message)
 
 
 _text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
@@ -220,6 +227,18 @@ def test_values_put_past_validation_are_refused_as_encode_message_refuses_them()
         encode_for_load(constructed, LIMIT)
 
 
+def test_payload_bytes_count_utf8_as_the_original() -> None:
+    texts = ["", "ascii", "é", "😀 x", "\ud800 lone", "\x00"]
+    for text in texts:
+        message = Message.model_construct(
+            role="user",
+            content=text,
+            tool_calls=[ToolCall(arguments=text, content=text)],
+            reasonings=[Reasoning.model_construct(content=text, encrypted_value=text)],
+        )
+        assert payload_bytes(message) == message_payload_bytes(message)
+
+
 def test_size_limits_are_encode_messages() -> None:
     with pytest.raises(PayloadTooLarge) as expected:
         encode_message(Message(role="user", content="x" * 11), 10)
@@ -232,3 +251,36 @@ def test_size_limits_are_encode_messages() -> None:
     with pytest.raises(PayloadTooLarge) as got:
         encode_for_load(big, LIMIT)
     assert str(got.value) == str(expected.value)
+
+
+def test_the_collector_is_paused_only_inside_and_restored_on_error() -> None:
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ZeroDivisionError), collector_paused():
+        _ = 1 / 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # a collector disabled by the caller stays disabled
+    finally:
+        gc.enable()
+
+
+async def test_a_load_leaves_the_collector_running_after_a_refused_batch() -> None:
+    def messages() -> Any:
+        yield Message(role="user", agui_id="ok", content="fine")
+        raise RuntimeError("the caller's generator fails")
+
+    async with open_store("memory://") as store:
+        chat = await store.create_chat("u", "t")
+        with pytest.raises(RuntimeError):
+            await store.load_messages(chat.chat_id, messages())
+        assert gc.isenabled()
+        bad = [Message(role="user", content="x", metadata={"n": math.nan})]
+        with pytest.raises(InvalidContent):
+            await store.load_messages(chat.chat_id, bad)
+        assert gc.isenabled()

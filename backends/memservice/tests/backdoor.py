@@ -11,7 +11,7 @@ import json
 from typing import Any
 from uuid import UUID
 
-from threadkeep_contract_tests import RawChat, RawMessage
+from threadkeep_contract_tests import DAMAGED_BODIES, RawChat, RawMessage
 from threadkeep_memservice import MemServiceStore
 from threadkeep_memservice.emulator import Event, MemoryService, Session
 
@@ -138,3 +138,64 @@ async def damage_message(
         body["cols"]["created_at"] = value
     event.body_text = json.dumps(body)
     return "body" if path == "message" else "cols"
+
+
+async def move_message(store: MemServiceStore, chat_id: UUID, seq: int, new_seq: int) -> str:
+    """Move the head event of message ``seq`` to ``new_seq`` in the emulator's own state.
+
+    The service keeps every session's sequence counter past every id it stores (an event
+    written with an explicit ``sequence_id``, as an import or a restore writes it, moves
+    the counter), so the moved event lands where the service itself would put it: a
+    counter behind a stored event cannot happen on this backend, and the contract checks
+    that appends after such an event still go after it.
+    """
+    sessions = await store.driver.service.list_sessions(
+        store.driver.space_id,
+        description_prefix=f"//chat/{chat_id}/",
+        limit=1,
+        include_deleted=True,
+    )
+    row = store.driver.service._spaces[store.driver.space_id].sessions[sessions[0].session_id]
+    event = row.events[row.by_seq[seq]]
+    row.remove_event(event)
+    event.sequence_id = new_seq
+    row.add_event(event)  # moves the counter past it, as the service always does
+    return "followed"
+
+
+async def damage_record(
+    store: MemServiceStore, kind: str, chat_id: UUID, seq: int | None, damage: str
+) -> str | None:
+    """Write ``damage`` into a step event (``kind`` "step", by ``seq``) or a run session.
+
+    A step is an event of its chat's session holding ``{"step": record}``; a run is a
+    session of its own (``//run/active/<chat_id>/`` or ``//run/ended/...``) holding
+    ``{"run": record}`` in its metadata. Returns ``"body"``, or ``None`` for damage that is
+    not a body (these records have no separate timestamp field).
+    """
+    value = DAMAGED_BODIES.get(damage)
+    if value is None:
+        return None
+    state = store.driver.service._spaces[store.driver.space_id]
+    if kind == "step":
+        sessions = await store.driver.service.list_sessions(
+            store.driver.space_id, description_prefix=f"//chat/{chat_id}/", limit=1
+        )
+        row = state.sessions[sessions[0].session_id]
+        event = row.events[row.by_seq[seq]]  # type: ignore[index]
+        body = json.loads(event.body_text)
+        body["step"] = value
+        event.body_text = json.dumps(body)
+        return "body"
+    [session] = [
+        s
+        for prefix in ("//run/active/", "//run/ended/")
+        for s in await store.driver.service.list_sessions(
+            store.driver.space_id, description_prefix=f"{prefix}{chat_id}/", limit=10
+        )
+    ]
+    session_row = state.sessions[session.session_id]
+    metadata = json.loads(session_row.metadata_text)
+    metadata["run"] = value
+    session_row.metadata_text = json.dumps(metadata)
+    return "body"

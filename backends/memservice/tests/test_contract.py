@@ -23,7 +23,7 @@ from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 from threadkeep_memservice import MemServiceDriver, MemServiceStore, locator_write_fault
 from threadkeep_memservice.emulator import FaultRule, NotFoundError, drop_named_service
 
-from .backdoor import damage_message, raw_chats, raw_messages
+from .backdoor import damage_message, damage_record, move_message, raw_chats, raw_messages
 
 FAULT_SEED = 2
 """Seed the fault table restarts from at every open: the n-th locator write after an open
@@ -70,9 +70,15 @@ class _MemServiceContract(StoreContract):
         self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
     ) -> str | None:
         assert isinstance(store.driver, MemServiceDriver)
+        if kind in ("step", "run"):
+            return await damage_record(store, kind, chat_id, seq, damage)
         if kind == "chat" or seq is None:  # chats live in session metadata: not written here
             return None
         return await damage_message(store, chat_id, seq, damage)
+
+    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> str:
+        assert isinstance(store.driver, MemServiceDriver)
+        return await move_message(store, chat_id, seq, new_seq)
 
 
 class TestMemServiceContract(_MemServiceContract):

@@ -66,13 +66,21 @@ class TestMongoContract(StoreContract):
         if damaged is None:  # BSON has a type per field: no unparsable date text
             return None
         field, value = damaged
-        mongo = _mongo(store)
-        if kind == "chat":
-            await mongo._cols.chats.update_one({"_id": chat_id}, {"$set": {field: value}})
-        else:
-            query = {"chat_id": chat_id, "seq": seq}
-            await mongo._cols.messages.update_one(query, {"$set": {field: value}})
+        cols = _mongo(store)._cols
+        collection, query = {
+            "chat": (cols.chats, {"_id": chat_id}),
+            "message": (cols.messages, {"chat_id": chat_id, "seq": seq}),
+            "step": (cols.steps, {"chat_id": chat_id, "seq": seq}),
+            "run": (cols.runs, {"chat_id": chat_id}),
+        }[kind]
+        await collection.update_one(query, {"$set": {field: value}})
         return "created_at" if field == "created_us" else "body"
+
+    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> str:
+        """Set the document's ``seq``, leaving the chat document's ``next_seq`` alone."""
+        query = {"chat_id": chat_id, "seq": seq}
+        await _mongo(store)._cols.messages.update_one(query, {"$set": {"seq": new_seq}})
+        return "behind"
 
 
 _DAMAGED_FIELDS: dict[str, tuple[str, Any]] = {

@@ -44,14 +44,12 @@ MOVE_SQL = [
 
 def damage_sql(kind: str, damage: str, placeholder: Callable[[int], str]) -> tuple[str, Any]:
     """Return ``(UPDATE statement, value)`` writing ``damage`` (``None`` statement: unsupported)."""
-    table, where = (
-        ("chats", "chat_id = {0}")
-        if kind == "chat"
-        else (
-            "messages",
-            "chat_id = {0} AND seq = {1}",
-        )
-    )
+    table, where = {
+        "chat": ("chats", "chat_id = {0}"),
+        "message": ("messages", "chat_id = {0} AND seq = {1}"),
+        "step": ("steps", "chat_id = {0} AND seq = {1}"),
+        "run": ("runs", "chat_id = {0}"),
+    }[kind]
     column, value = (
         ("created_at", "not-a-date")
         if damage == "timestamp"
@@ -97,12 +95,12 @@ class TestSqliteContract(StoreContract):
             conn.commit()
         return "created_at" if damage == "timestamp" else "body"
 
-    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> bool:
+    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> str:
         with closing(sqlite3.connect(self.path)) as conn:
             for sql in MOVE_SQL:
                 conn.execute(sql.format("?1", "?2", "?3"), (chat_id.hex, seq, new_seq))
             conn.commit()
-        return True
+        return "behind"
 
 
 class TestPostgresContract(StoreContract):
@@ -145,20 +143,21 @@ class TestPostgresContract(StoreContract):
         sql, value = damage_sql(kind, damage, lambda n: f"${n}")
         if value is None:
             return None
-        if kind == "chat":
+        keyed_by_seq = kind in ("message", "step")
+        if not keyed_by_seq:
             sql = sql.replace("$3", "$2")
         conn = await asyncpg.connect(self.dsn, server_settings={"search_path": self.schema})
         try:
-            await conn.execute(sql, chat_id, *(() if kind == "chat" else (seq,)), value)
+            await conn.execute(sql, chat_id, *((seq,) if keyed_by_seq else ()), value)
         finally:
             await conn.close()
         return "body"
 
-    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> bool:
+    async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> str:
         conn = await asyncpg.connect(self.dsn, server_settings={"search_path": self.schema})
         try:
             for sql in MOVE_SQL:
                 await conn.execute(sql.format("$1", "$2", "$3"), chat_id, seq, new_seq)
         finally:
             await conn.close()
-        return True
+        return "behind"

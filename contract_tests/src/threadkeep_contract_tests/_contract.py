@@ -9,6 +9,7 @@ from ._bulk import BulkLoadTests
 from ._capabilities import CapabilityTests
 from ._content import ContentTests
 from ._corrupt_rows import CorruptRowTests
+from ._damaged_records import DamagedRecordTests
 from ._deletion import DeletionTests
 from ._idempotency import IdempotencyTests
 from ._nested import NestedTests
@@ -42,6 +43,7 @@ class StoreContract(
     ArgumentTests,
     CapabilityTests,
     CorruptRowTests,
+    DamagedRecordTests,
     SeqCollisionTests,
     ReliabilityTests,
     StateMachineTests,
@@ -60,10 +62,13 @@ class StoreContract(
       reading what is stored without the store's own read path.
 
     Optionally implement the back-door write ``async def damage_row(self, store, kind,
-    chat_id, seq, damage) -> str | None`` (see ``BackDoor``): it damages one stored row the
-    way ``damage`` names (a key of ``DAMAGES``) and returns the column the error must name,
-    or ``None`` when the backend cannot hold that damage. Without it the corrupt-row tests
-    skip, naming it.
+    chat_id, seq, damage) -> str | None`` (see ``BackDoor``): it damages one stored row
+    (``kind`` "message", "chat", "step" or "run") the way ``damage`` names (a key of
+    ``DAMAGES``) and returns the column the error must name, or ``None`` when the backend
+    cannot hold that damage. Without it the corrupt-row tests skip, naming it. And
+    optionally ``async def move_message(self, store, chat_id, seq, new_seq) -> str | None``
+    (see ``BackDoor``): it moves a message row to a higher seq around the store, for the
+    seq-collision tests.
 
     Optionally set ``known_divergences = {"test_name": "why"}``: those tests run as strict
     xfails, so fixing the driver makes the run fail until the entry is removed.
@@ -90,6 +95,7 @@ AREA_MIXINS: tuple[type, ...] = (
     ArgumentTests,
     CapabilityTests,
     CorruptRowTests,
+    DamagedRecordTests,
     SeqCollisionTests,
     ReliabilityTests,
     StateMachineTests,

@@ -22,7 +22,7 @@ from threadkeep import ChatFilter, CorruptRecord, CorruptRow, Message, Store
 
 from ._base import ContractBase, StoreFactory
 
-__all__ = ["DAMAGED_BODIES", "DAMAGED_TIMESTAMP", "DAMAGES", "CorruptRowTests"]
+__all__ = ["DAMAGED_BODIES", "DAMAGED_TIMESTAMP", "DAMAGES", "CorruptRowTests", "write_damage"]
 
 DAMAGES: dict[str, str] = {
     "body_not_json": "the body column holds text that is not JSON: 'not json {'",
@@ -49,6 +49,25 @@ DAMAGED_TIMESTAMP = "not-a-date"
 """What a back door writes into a timestamp column for ``timestamp`` damage."""
 
 
+async def write_damage(
+    test: object, store: Store, kind: str, chat_id: UUID, *, seq: int | None, damage: str
+) -> str | None:
+    """Damage one row through ``test``'s back door ``damage_row``; skip the test without it.
+
+    Returns:
+        The column the ``CorruptRecord`` must name, or ``None`` if the backend cannot hold
+        that damage.
+    """
+    writer = getattr(test, "damage_row", None)
+    if writer is None:
+        pytest.skip(
+            f"{type(test).__name__} has no back-door write "
+            "`async def damage_row(self, store, kind, chat_id, seq, damage) -> str | None`"
+        )
+    column: str | None = await writer(store, kind, chat_id, seq, damage)
+    return column
+
+
 class CorruptRowTests(ContractBase):
     """Damaged message and chat rows raise ``CorruptRecord``, or are skipped and reported."""
 
@@ -57,14 +76,7 @@ class CorruptRowTests(ContractBase):
     async def _damage(
         self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
     ) -> str | None:
-        writer = getattr(self, "damage_row", None)
-        if writer is None:
-            pytest.skip(
-                f"{type(self).__name__} has no back-door write "
-                "`async def damage_row(self, store, kind, chat_id, seq, damage) -> str | None`"
-            )
-        column: str | None = await writer(store, kind, chat_id, seq, damage)
-        return column
+        return await write_damage(self, store, kind, chat_id, seq=seq, damage=damage)
 
     async def _seeded(self, store: Store, thread: str) -> tuple[UUID, list[Message]]:
         chat = await store.create_chat("u-corrupt", thread)

@@ -142,12 +142,21 @@ class BackDoor(Protocol):
         """Return every message row stored for the chat (hidden ones included), any order."""
         ...
 
-    # Optional, for the corrupt-row tests (``_corrupt_rows.py``):
+    # Optional, for the corrupt-row tests (``_corrupt_rows.py``, ``_damaged_records.py``):
     # ``async def damage_row(self, store, kind, chat_id, seq, damage) -> str | None`` writes
-    # damage straight into the backend: ``kind`` is "message" (the row of ``seq``) or
-    # "chat" (``seq`` is None), ``damage`` a key of ``_corrupt_rows.DAMAGES``. It returns the
-    # column (document field) a ``CorruptRecord`` must name, or None if the backend cannot
-    # hold that damage.
+    # damage straight into the backend: ``kind`` is "message" (the row of ``seq``), "chat"
+    # (``seq`` is None), "step" (the chat's step of that ``seq``) or "run" (``seq`` is None:
+    # the chat's one run; the tests start one run per chat), ``damage`` a key of
+    # ``_corrupt_rows.DAMAGES``. It returns the column (document field) a ``CorruptRecord``
+    # must name, or None if the backend cannot hold that damage (or has no such rows).
+    # Optional, for the seq-collision tests (``_seq_collisions.py``):
+    # ``async def move_message(self, store, chat_id, seq, new_seq) -> str | None`` moves the
+    # stored row of message ``seq`` to ``new_seq`` (higher) around the store, as a restored
+    # backup or a manual insert would put it, leaving the chat's own seq counter alone. It
+    # returns "behind" when the backend's counter stayed behind the row (the driver must
+    # repair it on the next append and log a WARNING naming the chat), "followed" when the
+    # backend itself keeps its counter past every stored seq (the memory service), or None
+    # if the backend cannot hold such a row.
     # Optional, for drivers with ``strong_uuid_lookup=False`` (not part of the Protocol's
     # required surface): ``async def lookup_may_miss(self, store, kind, item_id) -> bool``
     # returns True when the driver's index entry for the record is really absent (a lost

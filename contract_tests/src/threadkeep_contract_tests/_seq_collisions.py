@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import ClassVar
+from typing import Any, ClassVar
 from uuid import UUID
 
 import pytest
@@ -25,6 +25,7 @@ from threadkeep import CorruptRecord, Message, Store
 
 from ._base import ContractBase, StoreFactory
 from ._corrupt_rows import DAMAGES
+from ._helpers import walk_messages
 from ._steps import steps_capability
 
 __all__ = ["SeqCollisionTests"]
@@ -37,49 +38,53 @@ class SeqCollisionTests(ContractBase):
     """A row moved ahead of the chat's seq counter: appends repair it and go on."""
 
     contract_area: ClassVar[str] = "Corrupt rows"
+    counter_behind: bool = False
+    """Set per test by ``_seeded_ahead`` from what the back door reported."""
 
-    async def _move(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> None:
+    async def _move(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> str:
         mover = getattr(self, "move_message", None)
         if mover is None:
             pytest.skip(
-                f"{type(self).__name__} has no back-door write "
-                "`async def move_message(self, store, chat_id, seq, new_seq) -> bool`"
+                f"{type(self).__name__} has no back-door write `async def move_message("
+                "self, store, chat_id, seq, new_seq) -> 'behind' | 'followed' | None`"
             )
-        if not await mover(store, chat_id, seq, new_seq):
+        counter: str | None = await mover(store, chat_id, seq, new_seq)
+        if counter is None:
             pytest.skip(f"{type(self).__name__}.move_message: the backend cannot hold the row")
+        assert counter in ("behind", "followed"), f"move_message returned {counter!r}"
+        return counter
 
     async def _seeded_ahead(self, store: Store, thread: str, ahead: int) -> tuple[UUID, Message]:
-        """A chat of four messages whose newest row is moved ``ahead`` seqs further up."""
+        """A chat of four messages whose newest row is moved ``ahead`` seqs further up.
+
+        Sets ``self.counter_behind``: whether the backend's counter stayed behind the row
+        (the driver must repair it, and log that), or followed it on its own.
+        """
         chat = await store.create_chat("u-seq", thread)
         stored = await store.append_messages(
             chat.chat_id, [Message(role="user", content=f"m{i}") for i in range(4)]
         )
         newest = stored[-1]
         assert newest.seq is not None
-        await self._move(store, chat.chat_id, newest.seq, newest.seq + ahead)
+        counter = await self._move(store, chat.chat_id, newest.seq, newest.seq + ahead)
+        self.counter_behind = counter == "behind"
         moved = await store.get_message(newest.message_id)
         assert moved.seq == newest.seq + ahead, "the back door did not move the row"
         return chat.chat_id, moved
 
     async def _check_whole(self, store: Store, chat_id: UUID, contents: list[str]) -> None:
         """Every message once, in seq order, as the store and the back door see them."""
-        items: list[Message] = []
-        cursor: str | None = None
-        while True:
-            page = await store.list_messages(chat_id, limit=5, cursor=cursor)
-            items[:0] = page.items
-            if not page.has_more:
-                break
-            cursor = page.next_cursor
+        items = (await walk_messages(store, chat_id, limit=5)).items
         assert [m.content for m in items] == contents, "messages lost, duplicated or reordered"
-        seqs = [m.seq for m in items]
+        seqs = [m.seq or 0 for m in items]
         assert seqs == sorted(set(seqs)), f"seqs not strictly increasing: {seqs}"
         raw = await self.raw_live_messages(store, chat_id)
         assert [r.content for r in raw] == contents, "the stored rows differ from the reads"
         assert [r.seq for r in raw] == seqs
 
-    @staticmethod
-    def _check_logged(caplog: pytest.LogCaptureFixture, chat_id: UUID) -> None:
+    def _check_logged(self, caplog: pytest.LogCaptureFixture, chat_id: UUID) -> None:
+        if not self.counter_behind:  # the backend moved its counter: nothing to repair
+            return
         repairs = [
             r
             for r in caplog.records
@@ -144,7 +149,7 @@ class SeqCollisionTests(ContractBase):
         async with store_factory() as store:
             chat_id, moved = await self._seeded_ahead(store, "t-damaged-ahead", 1)
             assert moved.seq is not None
-            damager = getattr(self, "damage_row", None)
+            damager: Any = getattr(self, "damage_row", None)
             column = None
             for damage in DAMAGES if damager is not None else ():
                 column = await damager(store, "message", chat_id, moved.seq, damage)

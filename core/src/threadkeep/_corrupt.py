@@ -275,12 +275,16 @@ def _merged(
 ) -> list[tuple[int, T | None, CorruptRecord | None]]:
     """Place each damaged row before the first driver row with a lower seq.
 
+    A damaged row whose seq is unknown (the seq column itself is damaged, such as text in
+    SQLite's integer column) goes first: the driver returned it in this read, and a page
+    cut before it would lose it for good, since the next cursor starts below the page.
+
     Returns:
         ``(seq, row, None)`` for the driver's rows, in the driver's order, and ``(seq, None,
-        error)`` for the damaged ones (seq ``-1`` when it is unknown: they go last).
+        error)`` for the damaged ones (seq ``-1`` when it is unknown).
     """
     damaged = sorted(
-        ((e.seq if type(e.seq) is int else -1, e) for e in skipped),
+        ((e.seq if type(e.seq) is int else _UNKNOWN_SEQ, e) for e in skipped),
         key=lambda entry: entry[0],
         reverse=True,
     )
@@ -289,8 +293,16 @@ def _merged(
     for row in rows:
         seq = seq_of(row) or 0
         while index < len(damaged) and damaged[index][0] > seq:
-            merged.append((damaged[index][0], None, damaged[index][1]))
+            merged.append((_known(damaged[index][0]), None, damaged[index][1]))
             index += 1
         merged.append((seq, row, None))
-    merged += [(seq, None, error) for seq, error in damaged[index:]]
+    merged += [(_known(seq), None, error) for seq, error in damaged[index:]]
     return merged
+
+
+_UNKNOWN_SEQ = 2**63
+"""Where a damaged row of unknown seq sorts: above every seq (first in a page)."""
+
+
+def _known(seq: int) -> int:
+    return -1 if seq == _UNKNOWN_SEQ else seq

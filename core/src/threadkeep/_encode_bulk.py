@@ -30,7 +30,10 @@ results; ``core/tests/test_encode_bulk.py`` checks the equality over generated m
 
 from __future__ import annotations
 
+import gc
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
@@ -58,7 +61,7 @@ from ._models import (
     ToolCall,
 )
 
-__all__ = ["encode_for_load"]
+__all__ = ["collector_paused", "encode_for_load", "payload_bytes"]
 
 _EXCLUDE = set(STORE_ASSIGNED_MESSAGE_FIELDS)
 _SERIALIZE = Message.__pydantic_serializer__.to_json
@@ -88,7 +91,8 @@ def encode_for_load(message: Message, max_message_bytes: int) -> PreparedMessage
     """
     if type(message) is not Message or not _free_values_clean(message):
         return encode_message(message, max_message_bytes)
-    check_payload_size(message, max_message_bytes)
+    if payload_bytes(message) > max_message_bytes:
+        check_payload_size(message, max_message_bytes)  # raises, naming the sizes
     try:
         raw = _SERIALIZE(message, exclude=_EXCLUDE, warnings="error")
         data = from_json(raw) if len(raw) * 2 > ENVELOPE_ALLOWANCE_BYTES else None
@@ -108,6 +112,50 @@ def encode_for_load(message: Message, max_message_bytes: int) -> PreparedMessage
             return encode_message(message, max_message_bytes)
         fingerprint = _fingerprint(data)
     return PreparedMessage(message=message, body=raw.decode("utf-8"), fingerprint=fingerprint)
+
+
+def payload_bytes(message: Message) -> int:
+    """:func:`~threadkeep._content.message_payload_bytes`, without encoding ASCII text.
+
+    Args:
+        message: Any message.
+
+    Returns:
+        The UTF-8 bytes of its content, tool-call arguments and results, and reasoning
+        texts (an ASCII text's length is its size in UTF-8).
+    """
+    size = _text_bytes(message.content)
+    for call in message.tool_calls:
+        size += _text_bytes(call.arguments) + _text_bytes(call.content or "")
+    for reasoning in message.reasonings:
+        size += _text_bytes(reasoning.content) + _text_bytes(reasoning.encrypted_value or "")
+    return size
+
+
+def _text_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a synchronous stretch of bulk work.
+
+    Encoding a batch allocates many short-lived objects while the batch before it is still
+    held: each allocation count past the collector's threshold starts a collection, and the
+    survivors soon make it traverse the whole heap, which costs a bulk load about as much
+    CPU as the encoding itself. Reference counting still frees every object meanwhile; the
+    collector runs again (and collects any cycle) as soon as the stretch ends. Use it only
+    around code that does not await: no other task of the loop runs with it paused. It
+    leaves a collector that was disabled already as it was, and restores it on error.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _clean(value: Any, depth: int) -> bool:

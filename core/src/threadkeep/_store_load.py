@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -34,7 +34,7 @@ from uuid import UUID
 
 from ._boundary_rules import is_compaction
 from ._content import PreparedMessage, check_payload_size
-from ._encode_bulk import encode_for_load
+from ._encode_bulk import collector_paused, encode_for_load, payload_bytes
 from ._errors import CapabilityNotSupported, Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import has_commit_observers, notify_messages_committed
@@ -137,17 +137,30 @@ class LoadOps(Component):
         The yields let the batch before this one stream to the database meanwhile: encoding
         (client CPU) overlaps the write (database time).
         """
-        limit = self._ctx.records.max_message_bytes
-        prepared = []
+        # Store is final: its prepare is encode_message, whose result encode_for_load gives.
+        prepare: Callable[[Message], PreparedMessage] | None = None
+        prepared: list[PreparedMessage] = []
         for start in range(0, len(batch), _YIELD_EVERY):
-            for item in batch[start : start + _YIELD_EVERY]:
-                if isinstance(item, PreparedMessage):
-                    prepared.append(self._adopt_prepared(item, chat_id))
-                    continue
-                message = self._coerce_loaded(item, chat_id)
-                prepared.append(encode_for_load(message, limit))
+            with collector_paused():
+                self._prepare_chunk(batch[start : start + _YIELD_EVERY], chat_id, prepare, prepared)
             await asyncio.sleep(0)
         return prepared
+
+    def _prepare_chunk(
+        self,
+        chunk: list[Any],
+        chat_id: UUID,
+        prepare: Callable[[Message], PreparedMessage] | None,
+        prepared: list[PreparedMessage],
+    ) -> None:
+        """Check and encode ``chunk`` onto ``prepared`` (synchronous: no other task runs)."""
+        limit = self._ctx.records.max_message_bytes
+        for item in chunk:
+            if isinstance(item, PreparedMessage):
+                prepared.append(self._adopt_prepared(item, chat_id))
+                continue
+            message = self._coerce_loaded(item, chat_id)
+            prepared.append(encode_for_load(message, limit))
 
     def _adopt_prepared(self, item: PreparedMessage, chat_id: UUID) -> PreparedMessage:
         """A caller's prepared message, for ``chat_id`` (its body holds no store field).
@@ -160,7 +173,10 @@ class LoadOps(Component):
         if not (isinstance(message, Message) and type(body) is str and _is_digest(fingerprint)):
             msg = "a PreparedMessage in messages must be what Store.prepare returned"
             raise InvalidArgument(msg)
-        check_payload_size(message, self._ctx.records.max_message_bytes)
+        if payload_bytes(message) > self._ctx.records.max_message_bytes:
+            check_payload_size(
+                message, self._ctx.records.max_message_bytes
+            )  # raises, naming the sizes
         if not _is_fresh(message, chat_id):
             message = _for_chat(message, chat_id)
         return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
@@ -188,23 +204,15 @@ class LoadOps(Component):
             created = await self._bulk_write(chat_id, unique, now)
             if created is None:
                 raise Conflict(f"chat {chat_id} changed state during the load; try again")
-        new: list[tuple[PreparedMessage, int]] = []
-        counted: set[int] = set()
-        for position, index in enumerate(positions):
-            message = prepared[position].message
-            seq = created[index]
-            if seq is not None and index not in counted:
-                report.created += 1
-                report.tool_calls_created += len(message.tool_calls)
-                new.append((unique[index], seq))
-            else:
-                report.present += 1
-                report.tool_calls_present += len(message.tool_calls)
-            counted.add(index)
+        _count(report, prepared, positions, created)
         report.batches += 1
-        if new and has_commit_observers():
-            stored = [_as_stored(item, chat_id, seq, now) for item, seq in new]
-            notify_messages_committed(self, chat_id, stored)
+        if has_commit_observers():
+            new = [
+                (item, seq) for item, seq in zip(unique, created, strict=True) if seq is not None
+            ]
+            if new:
+                stored = [_as_stored(item, chat_id, seq, now) for item, seq in new]
+                notify_messages_committed(self, chat_id, stored)
 
     async def _bulk_write(
         self, chat_id: UUID, unique: Sequence[PreparedMessage], now: datetime
@@ -228,6 +236,25 @@ class LoadOps(Component):
             if not created and not self._ctx.messages._same_payload(stored, item):
                 raise IdempotencyConflict(_conflict_text(stored))
         return [stored.seq if created else None for stored, created in results]
+
+
+def _count(
+    report: LoadReport,
+    prepared: list[PreparedMessage],
+    positions: list[int],
+    created: list[int | None],
+) -> None:
+    """Add a written batch to ``report``: a repeat of a message in the batch is present."""
+    counted: set[int] = set()
+    for position, index in enumerate(positions):
+        calls = len(prepared[position].message.tool_calls)
+        if created[index] is not None and index not in counted:
+            report.created += 1
+            report.tool_calls_created += calls
+        else:
+            report.present += 1
+            report.tool_calls_present += calls
+        counted.add(index)
 
 
 def _fresh(chat_id: UUID) -> dict[str, Any]:
@@ -303,7 +330,11 @@ async def _batches(
     except TypeError as exc:
         kind = type(messages).__name__
         raise InvalidArgument(f"messages is an iterable of messages, not {kind}") from exc
-    while chunk := list(islice(iterator, size)):
+    while True:
+        with collector_paused():  # a batch of the caller's messages, built in one go
+            chunk = list(islice(iterator, size))
+        if not chunk:
+            return
         yield chunk
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import threadkeep
 from threadkeep import BackendUnavailable, ChatNotFound, InvalidArgument, Message, Role
-from threadkeep.sync import SyncStore, _codegen, open_store
+from threadkeep.sync import BlockingCallOnLoopThread, SyncStore, _codegen, open_store
 
 
 def _public_methods(cls: type) -> dict[str, inspect.Signature]:
@@ -212,3 +212,38 @@ async def test_an_integration_call_in_flight_when_its_sync_store_closes() -> Non
     with pytest.raises(asyncio.CancelledError):
         await call
     store.close()
+
+
+def test_a_worker_thread_uses_a_sync_store_while_the_main_threads_loop_runs(tmp_path) -> None:
+    # The main thread's loop keeps running (it is not blocked) while a worker thread blocks
+    # on the sync store; a blocking call made on the store's own loop thread (it would wait
+    # for itself) is refused at once with a typed error, not a deadlock.
+    url = f"sqlite+aiosqlite:///{tmp_path / 'worker.db'}"
+
+    def worker() -> int:
+        with open_store(url) as store:
+            chat = store.create_chat("u", "worker")
+            store.append_message(chat.chat_id, {"role": "user", "content": "from a thread"})
+            return len(store.list_messages(chat.chat_id).items)
+
+    async def main() -> tuple[int, int]:
+        ticks = 0
+        future = asyncio.get_running_loop().run_in_executor(None, worker)
+        while not future.done():
+            await asyncio.sleep(0.001)
+            ticks += 1
+        return await future, ticks
+
+    count, ticks = asyncio.run(main())
+    assert count == 1
+    assert ticks > 0
+
+    with open_store(url) as store:
+
+        async def on_its_own_loop() -> None:
+            store.list_chats()
+
+        with pytest.raises(BlockingCallOnLoopThread, match="own loop thread") as raised:
+            store.submit(on_its_own_loop()).result(timeout=30)
+        assert isinstance(raised.value, threadkeep.ThreadkeepError)
+        assert store.list_chats().items  # the store still works afterwards

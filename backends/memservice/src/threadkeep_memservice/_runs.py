@@ -18,7 +18,7 @@ from threadkeep import Run, RunStatus, skip_damaged
 
 from ._codec import decode_strings, encode_strings
 from ._errors import mapped
-from ._steps import StepPrimitives
+from ._steps import StepPrimitives, chat_in
 from .emulator import MAX_BATCH, ConflictError, NotFoundError, Session
 
 __all__ = ["RunPrimitives"]
@@ -41,8 +41,12 @@ class RunPrimitives(StepPrimitives):
     """The run primitives of the driver SPI, and run records in purges and discards."""
 
     def _run_of(self, session: Session) -> Run:
-        body = decode_strings(session.metadata["run"])
-        return self.record_from_body(Run, body, revision=session.version - 1)
+        body = decode_strings(session.metadata.get("run"))
+        columns: dict[str, object] = {"revision": session.version - 1}
+        chat_id = chat_in(session.description)  # from the key, not the body: it may be damaged
+        if chat_id is not None:
+            columns["chat_id"] = chat_id
+        return self.record_from_body(Run, body, **columns)
 
     def _run_document(self, run: Run) -> dict[str, object]:
         return {"run": encode_strings(json.loads(self.record_body(run)))}

@@ -42,7 +42,7 @@ from .emulator import (
     Session,
 )
 
-__all__ = ["STEP_TYPE", "StepPrimitives"]
+__all__ = ["STEP_TYPE", "StepPrimitives", "chat_in"]
 
 STEP_TYPE = "step"
 """Event type of a step."""
@@ -52,6 +52,20 @@ def _step_key(step_id: UUID) -> str:
     return f"s:{step_id}"
 
 
+def chat_in(description: str | None) -> UUID | None:
+    """Return the chat id a session description holds, or ``None`` if it holds none.
+
+    Chat sessions are ``//chat/<id>/``, locators ``//loc/<id>/<kind>/``, runs
+    ``//run/active/<id>/`` or ``//run/ended/<id>/``.
+    """
+    for part in (description or "").split("/"):
+        try:
+            return UUID(part)
+        except ValueError:
+            continue
+    return None
+
+
 def _stack_key(stack_id: str) -> str:
     return f"stack:{hashlib.sha256(stack_id.encode('utf-8')).hexdigest()}"
 
@@ -59,10 +73,12 @@ def _stack_key(stack_id: str) -> str:
 class StepPrimitives(ArchivePrimitives):
     """The step primitives of the driver SPI (runs are in :mod:`._runs`)."""
 
-    def _step_of(self, event: Event) -> Step:
-        return self.record_from_body(
-            Step, decode_strings(event.body["step"]), seq=event.sequence_id
-        )
+    def _step_of(self, event: Event, chat_id: UUID | None = None) -> Step:
+        # The chat from where the event lives, when known: a damaged body names no chat.
+        columns: dict[str, Any] = {"seq": event.sequence_id}
+        if chat_id is not None:
+            columns["chat_id"] = chat_id
+        return self.record_from_body(Step, decode_strings(event.body.get("step")), **columns)
 
     def _step_body(self, step: Step) -> dict[str, Any]:
         return {"step": encode_strings(json.loads(self.record_body(step)))}
@@ -94,7 +110,7 @@ class StepPrimitives(ArchivePrimitives):
             events = await self._step_events(session.session_id)
         except NotFoundError:
             return None
-        return session, [self._step_of(e) for e in events]
+        return session, [self._step_of(e, chat_id) for e in events]
 
     # -- writes --------------------------------------------------------------------------
 
@@ -163,7 +179,8 @@ class StepPrimitives(ArchivePrimitives):
             patches=patches,
             if_match=session.version,
         )
-        return [self._step_of(e) for e in [*created, *patched]]
+        chat_id = chat_in(session.description)
+        return [self._step_of(e, chat_id) for e in [*created, *patched]]
 
     async def _index_steps(
         self, chat_id: UUID, session_id: str, participant: str, steps: Sequence[Step]
@@ -226,7 +243,7 @@ class StepPrimitives(ArchivePrimitives):
             )
         except NotFoundError:
             return None
-        return self._step_of(events[0]) if events else None
+        return self._step_of(events[0], chat_in(entry.description)) if events else None
 
     @mapped
     async def steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:

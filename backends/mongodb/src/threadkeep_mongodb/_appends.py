@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import weakref
 from collections.abc import Sequence
 from datetime import datetime
@@ -30,6 +31,8 @@ from ._errors import duplicate_key_pattern, is_duplicate_key, map_errors
 __all__ = ["MongoAppendsMixin"]
 
 _APPEND_ATTEMPTS = 3
+_NO_SEQ = 2**62  # above every seq: ``$lt`` of it keeps a seq stored as another type out
+_log = logging.getLogger("threadkeep_mongodb")
 
 
 def _held(stored: dict[str | None, Document], agui_id: str) -> tuple[str, Document] | None:
@@ -65,17 +68,47 @@ class MongoAppendsMixin(MongoBase):
     async def _insert_queued(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
+        repaired = False
         with map_errors("append messages"):
-            for attempt in range(1, _APPEND_ATTEMPTS + 1):
+            for attempt in range(1, _APPEND_ATTEMPTS + 2):
                 try:
                     return await self._write(lambda s: self._append(chat_id, messages, now, s))
                 except PyMongoError as exc:
+                    key = duplicate_key_pattern(exc) if is_duplicate_key(exc) else {}
+                    if "seq" in key and not repaired:
+                        # A document written around the store holds a reserved seq (issue
+                        # 12): nothing of the batch is stored; repair the counter, run again.
+                        await self._repair_next_seq(chat_id)
+                        repaired = True
+                        continue
                     # A concurrent append stored one of these agui_ids first (possible only
                     # without transactions): run again, and it is found as stored.
-                    raced = is_duplicate_key(exc) and "agui_id" in duplicate_key_pattern(exc)
-                    if not raced or attempt == _APPEND_ATTEMPTS:
+                    if "agui_id" not in key or attempt >= _APPEND_ATTEMPTS:
                         raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _repair_next_seq(self, chat_id: UUID) -> None:
+        """Raise the chat's ``next_seq`` past its highest stored seq, atomically (``$max``).
+
+        Called after an append failed on the ``(chat_id, seq)`` unique index (nothing of it
+        stored): a message document written outside threadkeep (a restored dump, a manual
+        insert) holds a seq at or above the counter, and every append reserving it would
+        fail the same way. ``$max`` never lowers the counter, so seqs that concurrent
+        appends reserved stay theirs. Logged as a ``WARNING`` naming the chat.
+        """
+        top = await self._cols.messages.find_one(
+            {"chat_id": chat_id, "seq": {"$lt": _NO_SEQ}}, {"seq": 1}, sort=[("seq", -1)]
+        )
+        seq = 0 if top is None else int(top["seq"])
+        await self._cols.chats.update_one({"_id": chat_id}, {"$max": {"next_seq": seq + 1}})
+        _log.warning(
+            "threadkeep: chat %s: a message document written outside threadkeep took a seq "
+            "an append reserved; next seq repaired to at least %d (highest stored seq %d)",
+            chat_id,
+            seq + 1,
+            seq,
+            extra={"chat_id": str(chat_id), "stored_seq": seq},
+        )
 
     async def _append(
         self,

@@ -24,7 +24,7 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from threadkeep import BackendUnavailable, Chat, Message, rebuilt_each
+from threadkeep import BackendUnavailable, Chat, Message
 from threadkeep.driver import DriverBase
 
 from ._codec import Document, join_chunks, required, stored_time
@@ -188,13 +188,13 @@ class MongoBase(DriverBase):
         return self.record_from_body(
             self.chat_model,
             required(doc, "body"),
-            seq=required(doc, "seq"),
-            revision=required(doc, "revision"),
-            created_at=stored_time(doc.get("created_us")),
-            updated_at=stored_time(doc.get("updated_us")),
-            last_message_at=stored_time(doc.get("last_message_us")),
-            deleted_at=stored_time(doc.get("deleted_us")),
+            **dict(zip(_CHAT_ROW, _chat_columns(doc), strict=True)),
         )
+
+    def _chats_from_docs(self, docs: Sequence[Document]) -> list[Chat]:
+        """Rebuild a page of chats at once (``records_from_rows``; damaged ones row by row)."""
+        rows = [(*_chat_columns(doc), required(doc, "body")) for doc in docs]
+        return self.records_from_rows(self.chat_model, _CHAT_ROW, rows)
 
     def _message_from_doc(self, doc: Document, body: str) -> Message:
         return self.message_from_row(
@@ -213,7 +213,22 @@ class MongoBase(DriverBase):
     ) -> list[Message]:
         """Rebuild messages from their documents, fetching the chunks of chunked bodies."""
         pairs = await self._with_bodies(docs, session)
-        return rebuilt_each(pairs, lambda pair: self._message_from_doc(*pair))
+        # One pydantic-core call for the page (``messages_from_rows``); a document with a
+        # missing or unreadable field fails its fast path and is rebuilt (and reported)
+        # row by row, as ``_message_from_doc`` would.
+        rows = [
+            (
+                required(doc, "chat_id"),
+                required(doc, "seq"),
+                required(doc, "revision"),
+                stored_time(doc.get("created_us")),
+                stored_time(doc.get("updated_us")),
+                stored_time(doc.get("deleted_us")),
+                body,
+            )
+            for doc, body in pairs
+        ]
+        return self.messages_from_rows(rows)
 
     async def _with_bodies(
         self, docs: Sequence[Document], session: Session
@@ -278,3 +293,19 @@ class MongoBase(DriverBase):
             {"_id": {"$in": list(set(chat_ids))}, "live": True}, {"_id": 1}, session=session
         )
         return {doc["_id"] async for doc in cursor}
+
+
+_CHAT_ROW = ("seq", "revision", "created_at", "updated_at", "last_message_at", "deleted_at")
+"""The columns of a chat document, in the order of :func:`_chat_columns`."""
+
+
+def _chat_columns(doc: Document) -> tuple[object, ...]:
+    """The store-assigned fields of a chat document (``_CHAT_ROW``), as the rebuild takes them."""
+    return (
+        required(doc, "seq"),
+        required(doc, "revision"),
+        stored_time(doc.get("created_us")),
+        stored_time(doc.get("updated_us")),
+        stored_time(doc.get("last_message_us")),
+        stored_time(doc.get("deleted_us")),
+    )

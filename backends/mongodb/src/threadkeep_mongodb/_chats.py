@@ -7,7 +7,7 @@ from uuid import UUID
 from pymongo import ReturnDocument
 from pymongo.errors import PyMongoError
 
-from threadkeep import Chat, ChatFilter, Conflict, chat_deduplication_key, rebuilt_each
+from threadkeep import Chat, ChatFilter, Conflict, chat_deduplication_key
 
 from ._base import MongoBase, Session
 from ._codec import Document, chat_fields, to_us
@@ -107,7 +107,7 @@ class MongoChatsMixin(MongoBase):
             cursor = self._cols.chats.find(
                 chat_query(chat_filter, before_seq), sort=[("seq", -1)], limit=limit
             )
-            return rebuilt_each(await cursor.to_list(None), self._chat_from_doc)
+            return self._chats_from_docs(await cursor.to_list(None))
 
     async def purge_chat(self, chat_id: UUID) -> dict[str, int]:
         """Remove a chat for good: children first, the chat document last.

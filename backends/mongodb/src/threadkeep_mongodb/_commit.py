@@ -50,13 +50,19 @@ class MongoCommitRunMixin(MongoRunsMixin, MongoAppendsMixin):
     ) -> Committed | None:
         work = partial(self._commit, _RunBatch(run, expected_revision, messages, steps, now))
         with map_errors("commit a run"):
-            try:
-                return await self._write(work)
-            except PyMongoError as exc:
-                # A concurrent begin_run inserted this run first: the run check failed.
-                if is_duplicate_key(exc) and "run_id" in duplicate_key_pattern(exc):
-                    return None
-                raise
+            for attempt in range(2):
+                try:
+                    return await self._write(work)
+                except PyMongoError as exc:
+                    key = duplicate_key_pattern(exc) if is_duplicate_key(exc) else {}
+                    # A concurrent begin_run inserted this run first: the run check failed.
+                    if "run_id" in key:
+                        return None
+                    if "seq" not in key or attempt:
+                        raise
+                    # A message written around the store holds a reserved seq (issue 12).
+                    await self._repair_next_seq(run.chat_id)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _commit(self, batch: _RunBatch, session: Session) -> Committed | None:
         run, expected_revision, now = batch.run, batch.expected_revision, batch.now

@@ -26,7 +26,7 @@ from ._messages import (
     _IS_HOT,
     _LOCK_HOT_CHAT,
     _NO_FILTER,
-    _NO_SEQ,
+    _NO_SEQ_SQLITE,
     _PAGE,
     _TOP_SEQ,
     MessagesMixin,
@@ -122,7 +122,7 @@ class LiteMixin(MessagesMixin):
             return await super().page_messages(chat_id, message_filter, before_seq, limit)
         params = {
             "chat_id": chat_id,
-            "before": _NO_SEQ if before_seq is None else before_seq,
+            "before": _NO_SEQ_SQLITE if before_seq is None else before_seq,
             "limit": limit,
         }
         rows = await run_on_thread(self._db, partial(_page, params=params), write=False)

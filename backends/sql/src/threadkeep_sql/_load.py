@@ -197,19 +197,21 @@ def _records(
         if seq is None:
             continue
         m = item.message
+        fields = m.__dict__  # the field values, without attribute lookups through the model
+        run_id, request_id, block_id = fields["run_id"], fields["request_id"], fields["block_id"]
         rows.append(
             (
                 chat_id,
                 seq,
-                m.message_id,
-                _key(m.agui_id),
-                m.role.value,
-                m.kind.value,
-                _key(m.run_id),
-                _key(m.request_id),
-                _key(m.block_id),
+                fields["message_id"],
+                _key(fields["agui_id"]),
+                fields["role"]._value_,
+                fields["kind"]._value_,
+                None if run_id is None else escape_key(run_id),
+                None if request_id is None else escape_key(request_id),
+                None if block_id is None else escape_key(block_id),
                 0,
-                m.created_at or now,
+                fields["created_at"] or now,
                 now,
                 item.fingerprint,
                 item.body,

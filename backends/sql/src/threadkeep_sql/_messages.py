@@ -34,6 +34,9 @@ __all__ = ["MessagesMixin", "repaired_next_seq"]
 _log = logging.getLogger("threadkeep_sql")
 
 _NO_SEQ = 2**62  # "before" for a first page: above every seq, so one cached statement serves
+# SQLite's first page: a BLOB sorts above every number and text, so a ``seq`` stored as text
+# (dynamic typing; damage) is paged and reported, not hidden by ``seq < 2**62`` (issue 12).
+_NO_SEQ_SQLITE = b"\xff"
 _NO_FILTER = MessageFilter()
 # LIMIT 1 written into the SQL: as a bind parameter, PostgreSQL's generic plan for a prepared
 # statement cannot cost it (the LATERAL previews measured 1.35x slower with ``LIMIT $1``).
@@ -458,9 +461,10 @@ class MessagesMixin(SqlBase):
         before_seq: int | None,
         limit: int,
     ) -> list[Message] | None:
+        first = _NO_SEQ if self._db.dialect == "postgresql" else _NO_SEQ_SQLITE
         params = {
             "chat_id": chat_id,
-            "before": _NO_SEQ if before_seq is None else before_seq,
+            "before": first if before_seq is None else before_seq,
             "limit": limit,
         }
         async with self._db.runner() as run:

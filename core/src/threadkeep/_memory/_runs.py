@@ -141,13 +141,15 @@ class MemoryRunsMixin(DriverBase):
             }
 
     def _run(self, row: RunRow) -> Run:
-        return self.record_from_body(Run, row.body, revision=row.revision)
+        # The chat from the row's key, not the body: a damaged body still names its chat.
+        return self.record_from_body(Run, row.body, revision=row.revision, chat_id=row.chat_id)
 
     async def insert_run(self, run: Run) -> Run:
         with self._state.lock:
             key = (run.chat_id, run.run_id)
             if key not in self._state.runs:
                 self._state.runs[key] = RunRow(
+                    chat_id=run.chat_id,
                     body=self.record_body(run),
                     revision=run.revision,
                     active=run.status is RunStatus.ACTIVE,
@@ -169,6 +171,7 @@ class MemoryRunsMixin(DriverBase):
 
     def _write_run_locked(self, run: Run, revision: int) -> Run:
         row = RunRow(
+            chat_id=run.chat_id,
             body=self.record_body(run),
             revision=revision,
             active=run.status is RunStatus.ACTIVE,

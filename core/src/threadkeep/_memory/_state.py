@@ -75,8 +75,9 @@ class StepRow:
 
 @dataclass
 class RunRow:
-    """One stored run: its body and its compare-and-set revision."""
+    """One stored run: its chat, its body and its compare-and-set revision."""
 
+    chat_id: UUID
     body: str
     revision: int
     active: bool

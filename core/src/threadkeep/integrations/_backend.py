@@ -139,7 +139,7 @@ class StoreHandle:
             InvalidArgument: If the handle holds an async store (its loop is the caller's to
                 drive: give a URL or a ``threadkeep.sync`` store for blocking use).
             BackendUnavailable: If the sync store is closed before the call ends.
-            RuntimeError: If called on the sync store's own loop thread.
+            BlockingCallOnLoopThread: If called on the sync store's own loop thread.
         """
         sync = self._sync_store()
         if sync is None:

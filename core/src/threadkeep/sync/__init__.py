@@ -13,6 +13,7 @@ Each sync store runs its async store on a private event loop thread, so it is sa
 from any thread, including one whose own event loop is running.
 """
 
+from ._portal import BlockingCallOnLoopThread
 from ._store import SyncStore, open_store
 
-__all__ = ["SyncStore", "open_store"]
+__all__ = ["BlockingCallOnLoopThread", "SyncStore", "open_store"]

@@ -9,13 +9,22 @@ from collections.abc import Coroutine
 from concurrent.futures import CancelledError, Future, InvalidStateError
 from typing import Any, TypeVar
 
-from threadkeep import BackendUnavailable
+from threadkeep import BackendUnavailable, ThreadkeepError
 
-__all__ = ["LoopThread"]
+__all__ = ["BlockingCallOnLoopThread", "LoopThread"]
 
 _T = TypeVar("_T")
 
 _CLOSED = "the store was closed while this call was running"
+
+
+class BlockingCallOnLoopThread(ThreadkeepError, RuntimeError):
+    """A blocking (``threadkeep.sync``) call was made on the sync store's own loop thread.
+
+    The call would wait for the loop it blocks, forever, so it is refused at once: code
+    running on that loop (a coroutine given to ``submit``) awaits ``async_store`` instead.
+    A ``RuntimeError`` too, as it was before it joined the ``ThreadkeepError`` tree.
+    """
 
 
 class LoopThread:
@@ -95,12 +104,13 @@ class LoopThread:
         Raises:
             BackendUnavailable: If the loop is not running (the store is not open), or is
                 stopped (the store closed by another thread) before the call ends.
-            RuntimeError: If called from the loop's own thread (it would wait for itself).
+            BlockingCallOnLoopThread: If called from the loop's own thread (it would wait
+                for itself).
         """
         if self._thread is not None and threading.current_thread() is self._thread:
             coroutine.close()
             msg = "a sync store was called from its own loop thread; await the async store"
-            raise RuntimeError(msg)
+            raise BlockingCallOnLoopThread(msg)
         future = self.submit(coroutine)
         try:
             return future.result()

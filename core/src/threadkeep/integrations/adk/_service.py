@@ -222,31 +222,31 @@ class ThreadkeepSessionService(BaseSessionService):
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         try:
-            seq = await self._handle.run(
+            marker = await self._handle.run(
                 lambda store: self._store_event(store, session, event, again=again)
             )
         except BaseException:  # a refused event leaves the caller's session as it was
             session.state.clear()
             session.state.update(before)
             raise
-        if seq is not None:
+        if marker is not None:
             self._commit_event_to_session(session, event)
             session.last_update_time = event.timestamp
-            session._storage_update_marker = str(seq)
+            session._storage_update_marker = marker
         return event
 
     async def _store_event(
         self, store: Store, session: Session, event: Event, *, again: bool
-    ) -> int | None:
-        """Write ``event``, then its app/user deltas; return its seq (``None``: re-delivery).
+    ) -> str | None:
+        """Write ``event``, then its app/user deltas; return its marker (``None``: re-delivery).
 
         ``again`` is whether ``event`` may be a re-delivery of a stored event.
 
-        Stale writers are refused twice: before writing (the session's marker, the seq of
-        the chat's newest message when it was read, must still be the newest; without a
-        marker its ``last_update_time`` must not be older than the stored one), and after
-        (of writers that passed together, the one whose event got the lowest seq wins; the
-        others take their event back and raise).
+        Stale writers are refused twice: before writing (the session's marker, its chat and
+        the seq of the chat's newest message when it was read (:func:`_marker`), must still
+        be the newest; without a marker its ``last_update_time`` must not be older than the
+        stored one), and after (of writers that passed together, the one whose event got the
+        lowest seq wins; the others take their event back and raise).
         """
         chat = await store.find_chat(session.user_id, _thread_id(session.app_name, session.id))
         if chat is None:
@@ -257,7 +257,7 @@ class ThreadkeepSessionService(BaseSessionService):
         newest = await _newest(store, chat.chat_id)
         seen = 0 if newest is None else newest.seq or 0
         marker = session._storage_update_marker
-        if marker is not None and marker != str(seen):
+        if marker is not None and marker != _marker(chat.chat_id, seen):
             raise StaleSessionError(_STALE)
         stale_by_time = marker is None and _update_time(chat, newest) > session.last_update_time
         if stale_by_time and not _matches_storage(session, newest):
@@ -285,7 +285,7 @@ class ThreadkeepSessionService(BaseSessionService):
                 assert message.chat_id is not None
                 await store.delete_messages(message.chat_id, [message.message_id])
             raise
-        return stored.seq
+        return _marker(chat.chat_id, stored.seq or 0)
 
     async def _load(
         self, store: Store, chat: Chat, config: GetSessionConfig | None, *, with_events: bool
@@ -312,8 +312,20 @@ class ThreadkeepSessionService(BaseSessionService):
             events=_filtered(events, config) if with_events else [],
             last_update_time=updated,
         )
-        session._storage_update_marker = str(messages[-1].seq if messages else 0)
+        session._storage_update_marker = _marker(
+            chat.chat_id, (messages[-1].seq or 0) if messages else 0
+        )
         return session
+
+
+def _marker(chat_id: UUID, seq: int) -> str:
+    """A session object's storage revision: its chat and the seq of the newest message read.
+
+    The chat is part of it because seqs count per chat: an object of a deleted session must
+    not match the session re-created under its id (whose seqs start again), as
+    ``DatabaseSessionService``'s marker (the stored update time) never matches it.
+    """
+    return f"{chat_id}:{seq}"
 
 
 def _filtered(events: list[Event], config: GetSessionConfig | None) -> list[Event]:
