@@ -70,7 +70,7 @@ _CONTEXT = (
 
 
 def _compiled(store: Store, **shape: bool) -> RawStatement:
-    return RawStatement.compile(commit_statement(**shape), store.db.engine.dialect)  # type: ignore[attr-defined]
+    return RawStatement.compile(commit_statement(**shape), store.driver.db.engine.dialect)  # type: ignore[attr-defined]
 
 
 class RawClient:

@@ -497,7 +497,7 @@ async def line_chat_list(
 async def load_sqlite(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
     deep = await lite.create_chat("deep-user", "deep-thread")
     user = "busy-user"
-    async with lite.db.transaction() as conn:
+    async with lite.driver.db.transaction() as conn:
         step = 100_000
         for first in range(1, DEEP_THREAD + 1, step):
             rows = [
@@ -510,7 +510,7 @@ async def load_sqlite(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
         )
     for i in range(CHATS_PER_USER):
         await lite.create_chat(user, f"thread-{i}")
-    async with lite.db.transaction() as conn:
+    async with lite.driver.db.transaction() as conn:
         ids = (
             (await conn.execute(sa.select(chats.c.chat_id).where(chats.c.user_id == user)))
             .scalars()
