@@ -154,3 +154,13 @@ def bounded_settings(backend: Backend) -> settings:
 def differential_settings() -> Any:
     """Return :func:`bounded_settings` (a fixture: tests cannot import this conftest)."""
     return bounded_settings
+
+
+@pytest.fixture(scope="session")
+def provision_backend() -> Any:
+    """Return ``_provision``: ``provision(kind, folder)`` makes a fresh store location of a kind.
+
+    ``kind`` is one of :data:`BACKENDS`; the context manager yields a :class:`Backend` and drops
+    the location on exit (a fixture: tests cannot import this conftest).
+    """
+    return _provision
