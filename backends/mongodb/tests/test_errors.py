@@ -171,7 +171,7 @@ async def test_connection_lost_mid_use_is_backend_unavailable(mongo_db: tuple[st
 )
 def test_database_comes_from_the_url_path(url: str, expected: str) -> None:
     assert database_name(url) == expected
-    assert MongoStore(url).database_name == expected
+    assert MongoDriver(url).database_name == expected
 
 
 @pytest.mark.parametrize("url", ["mongodb://h/a.b", "mongodb://h/a%24b", "mongodb://h/" + "x" * 64])
