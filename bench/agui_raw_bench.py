@@ -21,7 +21,7 @@ Clients, interleaved round by round in one process (the order alternating):
   event stream joining the deltas, and (after it) the assistant message, the ``input`` step
   and the run's end in one statement. Those two statements are the driver's own
   one-statement commit (``threadkeep_sql._pg_commit``); bodies are encoded the way the
-  store encodes them (``Store.prepare``, ``Store.record_body``), inside the timing.
+  store encodes them (``Store.prepare``, ``record_body``), inside the timing.
 
 Each round times one operation of each client; the table gives the median wall time per
 operation, the median of the per-round ratios (threadkeep / raw) and the median per-round
@@ -58,6 +58,7 @@ from threadkeep import (
 )
 from threadkeep._dedup import chat_deduplication_key
 from threadkeep.agui import StorageAgent
+from threadkeep.driver import record_body
 from threadkeep_sql._pg_append import batch_params
 from threadkeep_sql._pg_commit import _step_params, commit_statement
 from threadkeep_sql._runner import RawStatement
@@ -70,7 +71,7 @@ _CONTEXT = (
 
 
 def _compiled(store: Store, **shape: bool) -> RawStatement:
-    return RawStatement.compile(commit_statement(**shape), store.db.engine.dialect)  # type: ignore[attr-defined]
+    return RawStatement.compile(commit_statement(**shape), store.driver.db.engine.dialect)  # type: ignore[attr-defined]
 
 
 class RawClient:
@@ -105,7 +106,7 @@ class RawClient:
             **base,
             "status": "active",
             "updated_at": now,
-            "body": self.store.record_body(run),
+            "body": record_body(run),
             "revision": 0,
             "created_at": now,
             **batch_params([self.store.prepare(user)], now),
@@ -145,10 +146,10 @@ class RawClient:
             "status": "complete",
             "lease": None,
             "updated_at": end,
-            "body": self.store.record_body(ended),
+            "body": record_body(ended),
             "expected": 0,
             **batch_params([self.store.prepare(answer)], end),
-            **_step_params([step], [self.store.record_body(step)], marker),
+            **_step_params([step], [record_body(step)], marker),
         }
         row = await self.commit(self.end, params)
         assert row is not None

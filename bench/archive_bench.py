@@ -30,8 +30,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from threadkeep import Archiver, FileArchive, Message, ToolCall, open_store
-from threadkeep._memory import MemoryStore
+from threadkeep import Archiver, FileArchive, Message, Store, ToolCall, open_store
+from threadkeep._memory import MemoryDriver
 from threadkeep._registry import installed_archive_schemes
 
 BATCH = 1000
@@ -48,8 +48,8 @@ def _message(i: int) -> Message:
     )
 
 
-class SyntheticStore(MemoryStore):
-    """A memory store whose one big chat's messages are generated on scan, not stored.
+class SyntheticDriver(MemoryDriver):
+    """A memory driver whose one big chat's messages are generated on scan, not stored.
 
     It isolates the archiver's own memory at any size (``--synthetic``): scans synthesize
     the requested batch, restores count and drop, and the hot-row delete keeps nothing.
@@ -59,23 +59,23 @@ class SyntheticStore(MemoryStore):
         super().__init__(url)
         self.count = count
 
-    async def _scan_messages(self, chat_id, after_seq, limit, *, hidden=True):
+    async def scan_messages(self, chat_id, after_seq, limit, *, hidden=True):
         last = min(self.count, after_seq + limit)
         return [
             _message(i - 1).model_copy(update={"chat_id": chat_id, "seq": i})
             for i in range(after_seq + 1, last + 1)
         ]
 
-    async def _restore_messages(self, chat_id, messages) -> int:
+    async def restore_messages(self, chat_id, messages) -> int:
         return len(messages)
 
-    async def _index_archived_ids(self, chat_id, item_ids) -> int:
+    async def index_archived_ids(self, chat_id, item_ids) -> int:
         return len(item_ids)  # the id index is the hot store's data, not the archiver's
 
 
 async def _synthetic(count: int, directory: Path) -> dict[str, float]:
     async with (
-        SyntheticStore("memory://", count) as store,
+        Store(SyntheticDriver("memory://", count)) as store,
         FileArchive(f"file://{directory / 'archive'}") as archive,
     ):
         chat = await store.create_chat("bench", f"n{count}")
@@ -105,7 +105,7 @@ async def _synthetic(count: int, directory: Path) -> dict[str, float]:
 
 async def _raw_scan(store, chat_id) -> float:
     start, after = time.perf_counter(), 0
-    while batch := await store._scan_messages(chat_id, after, BATCH):
+    while batch := await store.primitives.scan_messages(chat_id, after, BATCH):
         after = batch[-1].seq
     return time.perf_counter() - start
 

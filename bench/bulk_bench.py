@@ -47,6 +47,7 @@ from sqlalchemy.engine import make_url
 from threadkeep import Message, Store, open_store
 from threadkeep._importers.agui import import_agui
 from threadkeep._importers.openai import import_openai
+from threadkeep.driver import Records
 from threadkeep_sql.testing import create_schema, drop_schema
 
 COLUMNS = (*MESSAGE_COPY_COLUMNS[:3], "agui_id", *MESSAGE_COPY_COLUMNS[3:])
@@ -81,7 +82,7 @@ def raw_rows(chat_id: uuid.UUID, count: int) -> list[tuple[Any, ...]]:
     now = datetime.now(UTC)
     rows = []
     for seq, message in enumerate(history(count), start=1):
-        prepared = Store.prepare(_PREPARER, message.model_copy(update={"chat_id": chat_id}))
+        prepared = Records().prepare(message.model_copy(update={"chat_id": chat_id}))
         rows.append(
             (
                 chat_id,
@@ -100,13 +101,6 @@ def raw_rows(chat_id: uuid.UUID, count: int) -> list[tuple[Any, ...]]:
     gc.collect()
     gc.freeze()
     return rows
-
-
-class _Preparer:
-    max_message_bytes = 16 * 1024 * 1024
-
-
-_PREPARER: Any = _Preparer()
 
 
 @dataclass

@@ -8,10 +8,10 @@ Prints, for each piece the public calls pay on every message or page, the CPU ti
 operation (``time.process_time``: this process only, so other load on a shared machine
 moves it much less than wall time), the minimum over ``--reps`` repetitions:
 
-- ``prepare``: ``Store.prepare`` of a short message (the bench's ``message N``) and of a
+- ``prepare``: ``Records.prepare`` of a short message (the bench's ``message N``) and of a
   1 KB assistant message with a tool call and metadata: content checks, the stored body,
   the fingerprint;
-- ``page``: ``Store.messages_from_rows`` of 50 rows of each kind, as a page read gets them;
+- ``page``: ``Records.messages_from_rows`` of 50 rows of each kind, as a page read gets them;
 - ``cursor``: signing a page's cursor and checking it (``CursorCodec``, one scope).
 
 To compare two versions of core, run it with ``PYTHONPATH=<other checkout>/core/src``.
@@ -28,12 +28,30 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from threadkeep import CursorCodec, Message, Store, ToolCall
+from threadkeep import CursorCodec, Message, ToolCall
 
+try:  # the row helpers of threadkeep.driver (issue 13)
+    from threadkeep.driver import Records
 
-class _Limits:
-    max_message_bytes = 16 * 1024 * 1024
-    message_model = Message
+    def _prepare(message: Message) -> Any:
+        return _RECORDS.prepare(message)
+
+    def _page(rows: list[Any]) -> Any:
+        return _RECORDS.messages_from_rows(rows)
+
+    _RECORDS = Records(Message)
+except ImportError:  # an older checkout (PYTHONPATH=<other checkout>/core/src): Store's
+    from threadkeep import Store
+
+    class _Limits:
+        max_message_bytes = 16 * 1024 * 1024
+        message_model = Message
+
+    def _prepare(message: Message) -> Any:
+        return Store.prepare(_Limits(), message)  # type: ignore[arg-type]
+
+    def _page(rows: list[Any]) -> Any:
+        return Store.messages_from_rows(_Limits(), rows)  # type: ignore[arg-type]
 
 
 def _messages() -> dict[str, Message]:
@@ -62,23 +80,22 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=7, help="repetitions (the minimum is kept)")
     parser.add_argument("--number", type=int, default=2000, help="calls per repetition")
     args = parser.parse_args()
-    limits: Any = _Limits()
     now = datetime.now(UTC)
     results: list[tuple[str, float]] = []
     for name, message in _messages().items():
         results.append(
             (
                 f"prepare, {name}",
-                _timed(lambda m=message: Store.prepare(limits, m), args.reps, args.number),
+                _timed(lambda m=message: _prepare(m), args.reps, args.number),
             )
         )
-        body = Store.prepare(limits, message).body
+        body = _prepare(message).body
         rows = [(message.chat_id, seq, 0, now, now, None, body) for seq in range(1, 51)]
         page_number = max(1, args.number // 50)
         results.append(
             (
                 f"page of 50, {name}",
-                _timed(lambda r=rows: Store.messages_from_rows(limits, r), args.reps, page_number),
+                _timed(lambda r=rows: _page(r), args.reps, page_number),
             )
         )
     codec = CursorCodec(os.urandom(32))

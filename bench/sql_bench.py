@@ -11,7 +11,7 @@ line is timed for three clients in the same run, interleaved in rounds, repeated
 reported as the median per operation; ratios are medians of the ratios within a round:
 
 - ``raw``: asyncpg on one connection, executing the SQL the driver sends (the floor);
-- ``sql``: the driver's own statements through its connection path (``SqlStore.db.runner()``:
+- ``sql``: the driver's own statements through its connection path (``SqlDriver.db.runner()``:
   on PostgreSQL, compiled once and run on the pooled asyncpg connection), rows fetched but
   not turned into models;
 - ``api``: the public ``Store`` call (validation, JSON encoding, fingerprints, pydantic
@@ -47,6 +47,9 @@ from sqlalchemy.engine import make_url
 
 from threadkeep import Chat, ChatFilter, Message, MessageFilter, Store
 from threadkeep._store_messages import _message_scope
+from threadkeep.driver import Records, record_body
+from threadkeep.driver import fingerprint as fingerprint_of
+from threadkeep.driver import message_body as message_body_of
 from threadkeep_sql import SqlStore
 from threadkeep_sql._chats import chat_filter_shape
 from threadkeep_sql._messages import _NO_SEQ, _PAGE
@@ -210,17 +213,9 @@ def dsn(url: str) -> str:
 
 def message_body(agui_id: str | None, content: str) -> tuple[Message, str, str]:
     """Return a message, its body and fingerprint as the store would write them."""
-    store_side = Store.prepare  # the same encoding the store uses
     message = Message(role="user", content=content, agui_id=agui_id)
-    prepared = store_side(_PREPARER, message)
+    prepared = Records().prepare(message)  # the same encoding the store uses
     return message, prepared.body, prepared.fingerprint
-
-
-class _Preparer:
-    max_message_bytes = 16 * 1024 * 1024
-
-
-_PREPARER: Any = _Preparer()
 
 
 # -- data loading (COPY) --------------------------------------------------------------------
@@ -228,7 +223,7 @@ _PREPARER: Any = _Preparer()
 
 def chat_row(store: Store, user_id: str, thread_id: str, now: datetime) -> tuple[Any, ...]:
     chat_id = uuid.uuid4()
-    body = store.record_body(
+    body = record_body(
         store.chat_model(
             chat_id=chat_id, user_id=user_id, thread_id=thread_id, created_at=now, updated_at=now
         )
@@ -269,8 +264,8 @@ def message_rows(
     chat_id: uuid.UUID, first: int, count: int, now: datetime
 ) -> list[tuple[Any, ...]]:
     template = Message(role="assistant", content="@CONTENT@", message_id=uuid.UUID(int=0))
-    body = SqlStore.message_body(template)
-    fingerprint = SqlStore.fingerprint(template)
+    body = message_body_of(template)
+    fingerprint = fingerprint_of(template)
     zero = str(uuid.UUID(int=0))
     rows = []
     for seq in range(first, first + count):
@@ -341,8 +336,10 @@ async def line_append_one(
         )
 
     async def run_sql(i: int) -> None:
-        prepared = store.prepare(Message(role="user", content=f"message {i}", agui_id=f"a{i}"))
-        async with store.db.runner(write=True) as run:
+        prepared = store.driver.prepare(
+            Message(role="user", content=f"message {i}", agui_id=f"a{i}")
+        )
+        async with store.driver.db.runner(write=True) as run:
             await append_one(run, sql_chat.chat_id, prepared, datetime.now(UTC))
 
     def run_api(target: SqlStore, chat_id: uuid.UUID) -> Op:
@@ -392,8 +389,8 @@ async def line_append_batches(
         )
 
     async def run_sql(i: int) -> None:
-        prepared = [store.prepare(m) for m in batch(i)]
-        async with store.db.runner(write=True) as run:
+        prepared = [store.driver.prepare(m) for m in batch(i)]
+        async with store.driver.db.runner(write=True) as run:
             await append_batch(run, sql_chat.chat_id, prepared, datetime.now(UTC))
 
     def run_api(target: SqlStore, chat_id: uuid.UUID) -> Op:
@@ -429,13 +426,13 @@ async def line_page(
         assert len(floor_models([row[6] for row in rows], MESSAGES)) == PAGE + 1
 
     async def run_sql(_: int) -> None:
-        async with store.db.runner() as run:
+        async with store.driver.db.runner() as run:
             rows = await run.all(_PAGE, params)
         assert len(rows) == PAGE + 1
 
     def run_api(target: SqlStore, target_chat: uuid.UUID) -> Op:
         scope = _message_scope(target_chat, MessageFilter())
-        cursor = None if before is None else target._encode_cursor(scope, before)
+        cursor = None if before is None else target._ctx.encode_cursor(scope, before)
 
         async def op(_: int) -> None:
             page = await target.list_messages(target_chat, limit=PAGE, cursor=cursor)
@@ -477,7 +474,7 @@ async def line_chat_list(
         assert len(last) == PAGE + 1
 
     async def run_sql(_: int) -> None:
-        async with store.db.runner() as run:
+        async with store.driver.db.runner() as run:
             rows = await run.all(sql_stmt, params)
         assert sum(1 for r in rows[:PAGE] if r[6] is not None) == PAGE
 
@@ -500,7 +497,7 @@ async def line_chat_list(
 async def load_sqlite(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
     deep = await lite.create_chat("deep-user", "deep-thread")
     user = "busy-user"
-    async with lite.db.transaction() as conn:
+    async with lite.driver.db.transaction() as conn:
         step = 100_000
         for first in range(1, DEEP_THREAD + 1, step):
             rows = [
@@ -513,7 +510,7 @@ async def load_sqlite(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
         )
     for i in range(CHATS_PER_USER):
         await lite.create_chat(user, f"thread-{i}")
-    async with lite.db.transaction() as conn:
+    async with lite.driver.db.transaction() as conn:
         ids = (
             (await conn.execute(sa.select(chats.c.chat_id).where(chats.c.user_id == user)))
             .scalars()

@@ -41,6 +41,7 @@ from sql_bench import (
 
 from threadkeep import ChatFilter, Message, MessageFilter
 from threadkeep._store_messages import _message_scope
+from threadkeep.driver import DriverBase
 from threadkeep_sql import SqlStore
 from threadkeep_sql._schema import chats, messages
 
@@ -97,7 +98,7 @@ async def load_file(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
     """Load the thread and the user's chats through the store's engine (executemany)."""
     deep = await lite.create_chat("deep-user", "deep-thread")
     user = "busy-user"
-    async with lite.db.transaction() as conn:
+    async with lite.driver.db.transaction() as conn:
         for first in range(1, THREAD + 1, 50_000):
             rows = [
                 dict(zip(MESSAGE_COPY_COLUMNS, r, strict=True))
@@ -108,7 +109,7 @@ async def load_file(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
         await conn.execute(bump.values(next_seq=THREAD + 1))
     for i in range(CHATS_PER_USER):
         await lite.create_chat(user, f"thread-{i}")
-    async with lite.db.transaction() as conn:
+    async with lite.driver.db.transaction() as conn:
         ids = (await conn.execute(sa.select(chats.c.chat_id).where(chats.c.user_id == user))).all()
         rows = [
             dict(zip(MESSAGE_COPY_COLUMNS, r, strict=True))
@@ -124,7 +125,7 @@ async def load_file(lite: SqlStore, now: datetime) -> tuple[uuid.UUID, str]:
 async def raw_append(db: aiosqlite.Connection, chat_id: str, batch: list[Message]) -> None:
     """The driver's append in raw aiosqlite: lock, agui ids, insert, bump, commit."""
     now = datetime.now(UTC)
-    store_side = SqlStore
+    store_side = DriverBase
     await db.execute("BEGIN IMMEDIATE")
     try:
         async with db.execute(RAW_LOCK, (chat_id,)) as cursor:
@@ -197,7 +198,7 @@ async def line_page(
 ) -> None:
     raw_before = 2**62 if before is None else before
     scope = _message_scope(chat, MessageFilter())
-    cursor = None if before is None else lite._encode_cursor(scope, before)
+    cursor = None if before is None else lite._ctx.encode_cursor(scope, before)
 
     async def run_raw(_: int) -> None:
         rows = await db.execute_fetchall(RAW_PAGE, (chat.hex, raw_before, chat.hex, PAGE + 1))

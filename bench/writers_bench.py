@@ -145,7 +145,7 @@ async def api_sample(
     pool = 10 if group else len(chats)
     async with SqlStore(url, schema=schema, pool_size=pool) as store:
         if not group:
-            store._group = None  # group commit off: each call is its own statement
+            store.driver._group = None  # group commit off: each call is its own statement
 
         async def call(w: int, n: int) -> None:
             if size == 1:

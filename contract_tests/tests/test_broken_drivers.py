@@ -22,10 +22,16 @@ from uuid import UUID, uuid4
 import pytest
 from threadkeep import ChatFilter, InvalidCursor, MessageFilter
 from threadkeep._content import PreparedMessage, dump_json, load_json
-from threadkeep._memory import MemoryStore
+from threadkeep._memory import MemoryDriver
+from threadkeep.driver import store_for
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 
 {driver}
+
+if "build" not in globals():
+    def build(url, **options):
+        return store_for(BrokenDriver, url, **options)
+
 
 class TestBroken(StoreContract):
     known_divergences = {divergences}
@@ -33,16 +39,16 @@ class TestBroken(StoreContract):
     @pytest.fixture
     def store_factory(self):
         url = f"memory://broken-{{uuid4().hex}}"
-        return lambda **options: BrokenStore(url, **options)
+        return lambda **options: build(url, **options)
 
     async def raw_chats(self, store):
-        with store._state.lock:
-            rows = store._state.chats.values()
+        with store.driver._state.lock:
+            rows = store.driver._state.chats.values()
             return [RawChat.from_body(r.body, deleted=r.deleted) for r in rows]
 
     async def raw_messages(self, store, chat_id):
-        with store._state.lock:
-            row = store._state.chats.get(chat_id)
+        with store.driver._state.lock:
+            row = store.driver._state.chats.get(chat_id)
             rows = [] if row is None else list(row.messages.values())
             return [
                 RawMessage.from_body(
@@ -53,40 +59,50 @@ class TestBroken(StoreContract):
 """
 
 REORDERS = """
-class BrokenStore(MemoryStore):
+class BrokenDriver(MemoryDriver):
     # Orders each page by timestamp with a random-uuid tie-breaker (SPEC section 6 pitfall).
-    async def _page_messages(self, chat_id, message_filter, before_seq, limit):
-        rows = await super()._page_messages(chat_id, message_filter, before_seq, limit)
+    async def page_messages(self, chat_id, message_filter, before_seq, limit):
+        rows = await super().page_messages(chat_id, message_filter, before_seq, limit)
         if rows is None:
             return None
         return sorted(rows, key=lambda m: (m.created_at, m.message_id), reverse=True)
 """
 
 DUPLICATES = """
-class BrokenStore(MemoryStore):
+class BrokenDriver(MemoryDriver):
     # Never looks an agui_id up before inserting: every retry is a new row.
-    async def _insert_messages(self, chat_id, messages, now):
+    async def insert_messages(self, chat_id, messages, now):
         with self._state.lock:
             for item in messages:
                 self._state.agui_index.pop((chat_id, item.message.agui_id), None)
-        return await super()._insert_messages(chat_id, messages, now)
+        return await super().insert_messages(chat_id, messages, now)
 """
 
 LEAKS_DELETED = """
-class BrokenStore(MemoryStore):
+class BrokenDriver(MemoryDriver):
     # Forgets the soft-delete condition when listing chats.
-    async def _page_chats(self, chat_filter, before_seq, limit):
+    async def page_chats(self, chat_filter, before_seq, limit):
         if chat_filter.deleted == "exclude":
             chat_filter = chat_filter.model_copy(update={"deleted": "include"})
-        return await super()._page_chats(chat_filter, before_seq, limit)
+        return await super().page_chats(chat_filter, before_seq, limit)
 """
 
 FOREIGN_CURSORS = """
 import base64, json, struct
 
-class BrokenStore(MemoryStore):
-    # Reads the position out of any cursor without checking signature or scope.
-    def _decode_cursor(self, cursor, scope):
+BrokenDriver = MemoryDriver
+
+
+def build(url, **options):
+    # A store whose cursor check is replaced (cursors are core's: no driver can skip the
+    # check, so the case patches the store's context): it reads the position out of any
+    # cursor without checking signature or scope.
+    store = store_for(MemoryDriver, url, **options)
+    store._ctx.decode_cursor = _decode_cursor
+    return store
+
+
+def _decode_cursor(cursor, scope):
         if cursor is None:
             return None
         try:
@@ -100,34 +116,34 @@ class BrokenStore(MemoryStore):
 """
 
 TRUNCATES = """
-class BrokenStore(MemoryStore):
+class BrokenDriver(MemoryDriver):
     # Stores content in a 64 KiB column, cutting what does not fit.
-    async def _insert_messages(self, chat_id, messages, now):
+    async def insert_messages(self, chat_id, messages, now):
         cut = []
         for item in messages:
             body = load_json(item.body)
             body["content"] = body["content"][:65535]
             cut.append(PreparedMessage(item.message, dump_json(body), item.fingerprint))
-        return await super()._insert_messages(chat_id, cut, now)
+        return await super().insert_messages(chat_id, cut, now)
 """
 
 DROPS_NUL = """
-class BrokenStore(MemoryStore):
+class BrokenDriver(MemoryDriver):
     # Drops U+0000 from content, as drivers writing PostgreSQL text naively do.
-    async def _insert_messages(self, chat_id, messages, now):
+    async def insert_messages(self, chat_id, messages, now):
         clean = []
         for item in messages:
             body = load_json(item.body)
             body["content"] = body["content"].replace("\\x00", "")
             clean.append(PreparedMessage(item.message, dump_json(body), item.fingerprint))
-        return await super()._insert_messages(chat_id, clean, now)
+        return await super().insert_messages(chat_id, clean, now)
 """
 
 LOSES_MESSAGE = """
-class BrokenStore(MemoryStore):
+class BrokenDriver(MemoryDriver):
     # Acknowledges every message but never stores the fifth, tenth, ... of a chat.
-    async def _insert_messages(self, chat_id, messages, now):
-        results = await super()._insert_messages(chat_id, messages, now)
+    async def insert_messages(self, chat_id, messages, now):
+        results = await super().insert_messages(chat_id, messages, now)
         with self._state.lock:
             chat = self._state.chats.get(chat_id)
             for message, created in results or []:
@@ -241,7 +257,7 @@ def test_known_divergence_runs_as_strict_xfail(pytester: pytest.Pytester) -> Non
     failed, _, result = _run(pytester, DROPS_NUL, "nul_character", divergences=divergence)
     assert not failed
     result.assert_outcomes(xfailed=1)
-    fixed = "class BrokenStore(MemoryStore):\n    pass\n"
+    fixed = "class BrokenDriver(MemoryDriver):\n    pass\n"
     failed, _, result = _run(pytester, fixed, "nul_character", divergences=divergence)
     assert failed == {"test_nul_character_stored_exactly"}
     assert "XPASS(strict)" in result.stdout.str()
@@ -249,7 +265,7 @@ def test_known_divergence_runs_as_strict_xfail(pytester: pytest.Pytester) -> Non
 
 def test_unknown_divergence_name_is_an_error(pytester: pytest.Pytester) -> None:
     """A misspelt ``known_divergences`` key fails collection with a clear message."""
-    fixed = "class BrokenStore(MemoryStore):\n    pass\n"
+    fixed = "class BrokenDriver(MemoryDriver):\n    pass\n"
     _, _, result = _run(pytester, fixed, "nul_character", divergences='{"test_nope": "typo"}')
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*known_divergences names 'test_nope'*"])

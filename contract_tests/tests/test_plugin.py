@@ -30,10 +30,11 @@ class TestMemory(StoreContract):
         return lambda **options: MemoryStore(url, **options)
 
     async def raw_chats(self, store):
-        return [RawChat.from_body(r.body, deleted=r.deleted) for r in store._state.chats.values()]
+        rows = store.driver._state.chats.values()
+        return [RawChat.from_body(r.body, deleted=r.deleted) for r in rows]
 
     async def raw_messages(self, store, chat_id):
-        row = store._state.chats.get(chat_id)
+        row = store.driver._state.chats.get(chat_id)
         return [
             RawMessage.from_body(
                 m.body, chat_id=chat_id, seq=m.seq, hidden=m.deleted_at is not None
@@ -146,7 +147,7 @@ def test_results_feed_the_matrix(pytester: pytest.Pytester, tmp_path: Path) -> N
     skipped = tests["test_concurrent_processes_capability_holds"]
     assert skipped["outcome"] == "skipped"
     assert "concurrent_processes" in skipped["reason"]
-    assert tests["test_steps_capability_matches"]["driver"] == "MemoryStore (memory)"
+    assert tests["test_steps_capability_matches"]["driver"] == "MemoryDriver (memory)"
     output = tmp_path / "capabilities.md"
     assert matrix_main(["--output", str(output), "--results", str(results)]) == 0
     text = output.read_text(encoding="utf-8")

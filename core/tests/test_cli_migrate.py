@@ -14,12 +14,12 @@ def test_a_backend_without_migrations_says_so(cli) -> None:
     result = cli("migrate", "--url", "memory://x")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == (
-        "memory:// (MemoryStore) has no schema migrations: it keeps no versioned schema, so "
+        "memory:// (MemoryDriver) has no schema migrations: it keeps no versioned schema, so "
         "there is nothing to upgrade"
     )
     for action in ("current", "history"):
         shown = cli("migrate", action, "--json", "--url", "memory://x")
-        assert json.loads(shown.stdout) == {"migrations": False, "driver": "MemoryStore"}
+        assert json.loads(shown.stdout) == {"migrations": False, "driver": "MemoryDriver"}
 
 
 def test_sql_goes_only_with_the_upgrade(cli) -> None:

@@ -12,7 +12,7 @@ from uuid import UUID, uuid4
 import pytest
 
 from threadkeep import Store
-from threadkeep._memory import MemoryStore
+from threadkeep._memory import MemoryDriver, MemoryStore
 from threadkeep_contract_tests import (
     DAMAGED_BODIES,
     DAMAGED_TIMESTAMP,
@@ -23,8 +23,8 @@ from threadkeep_contract_tests import (
 
 
 def _state_of(store: Store) -> Any:
-    assert isinstance(store, MemoryStore)
-    return store._state
+    assert isinstance(store.driver, MemoryDriver)
+    return store.driver._state
 
 
 def _damage_record(

@@ -28,13 +28,13 @@ from threadkeep import (
     MessageKind,
     PayloadTooLarge,
     Reasoning,
-    Store,
     ToolCall,
     _content,
 )
 from threadkeep._content import ENVELOPE_ALLOWANCE_BYTES, MAX_NESTING_DEPTH
 from threadkeep._encode import encode_message, fingerprint_of, message_body_of
 from threadkeep._encode_bulk import encode_for_load
+from threadkeep.driver import Records
 
 LIMIT = 16 * 1024 * 1024
 
@@ -139,7 +139,7 @@ def test_fingerprint_and_body_equal_the_original_encoding(message: Message) -> N
     prepared = encode_message(message, LIMIT)
     assert prepared.fingerprint == old_fingerprint
     assert fingerprint_of(message) == old_fingerprint
-    assert Store.fingerprint(message) == old_fingerprint
+    assert Records.fingerprint(message) == old_fingerprint
     assert json.loads(prepared.body) == json.loads(old_body)
     assert message_body_of(message) == prepared.body
     assert prepared.message is message

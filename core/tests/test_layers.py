@@ -133,3 +133,55 @@ def test_backends_import_only_public_core_modules() -> None:
         if private.search(path.read_text(encoding="utf-8"))
     ]
     assert not offenders, offenders
+
+
+def test_store_is_one_final_facade() -> None:
+    """``Store`` holds a driver; it is not a tower of mixins (issue 13)."""
+    from threadkeep import Store
+
+    assert Store.__mro__ == (Store, object)
+    with pytest.raises(TypeError, match="Store is final"):
+        type("Sub", (Store,), {})
+
+
+def _classes(path: Path) -> Iterator[ast.ClassDef]:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ClassDef):
+            yield node
+
+
+def test_no_backend_class_subclasses_store() -> None:
+    """No class of a backend package, the example driver or the memory driver names
+    ``Store`` (or a ``*Store`` factory) as a base: drivers are held, never subclassed."""
+    sources = [
+        *BACKENDS.glob("*/src/**/*.py"),
+        *EXAMPLE_DRIVER.glob("src/**/*.py"),
+        *(PACKAGE / "_memory").glob("*.py"),
+    ]
+    offenders = [
+        f"{path.relative_to(ROOT)}: class {node.name}"
+        for path in sorted(sources)
+        for node in _classes(path)
+        for base in node.bases
+        if (isinstance(base, ast.Name) and base.id.endswith("Store"))
+        or (isinstance(base, ast.Attribute) and base.attr.endswith("Store"))
+    ]
+    assert not offenders, offenders
+
+
+def test_no_loaded_driver_class_is_a_store() -> None:
+    """The same at run time, for every driver the installed plugins serve."""
+    from threadkeep import Store, installed_schemes
+    from threadkeep._registry import driver_class_for
+
+    for scheme in installed_schemes():
+        driver = driver_class_for(f"{scheme}://x")
+        assert not issubclass(driver, Store), driver
+
+
+def test_the_driver_protocol_is_small() -> None:
+    from threadkeep.driver import Driver, protocol_members
+
+    members = protocol_members(Driver)
+    assert len(members) <= 15, members
+    assert all(not name.startswith("_") for name in members)

@@ -19,7 +19,7 @@ from threadkeep import (
     open_store,
 )
 from threadkeep._memory import plugin as memory_plugin
-from threadkeep._memory._store import MemoryStore
+from threadkeep._memory._store import MemoryDriver
 from threadkeep._plugins import _HookSpecs
 
 
@@ -46,13 +46,14 @@ def test_memory_driver_is_registered_through_an_entry_point():
 
 def test_open_store_picks_the_class_by_scheme():
     store = open_store("memory://registry-test")
-    assert isinstance(store, MemoryStore)
+    assert isinstance(store, Store)
+    assert isinstance(store.driver, MemoryDriver)
     assert store.url == "memory://registry-test"
     assert not store.is_open
 
 
 def test_scheme_is_case_insensitive():
-    assert isinstance(open_store("MEMORY://x"), MemoryStore)
+    assert isinstance(open_store("MEMORY://x").driver, MemoryDriver)
 
 
 @pytest.mark.usefixtures("only_memory")
@@ -96,20 +97,20 @@ def test_a_url_without_scheme_is_invalid(url: str):
 
 
 def test_a_third_party_driver_registers_like_a_builtin(monkeypatch: pytest.MonkeyPatch):
-    class ThirdPartyStore(MemoryStore):
+    class ThirdPartyDriver(MemoryDriver):
         schemes: ClassVar[tuple[str, ...]] = ("thirdparty",)
 
     plugin: Any = types.ModuleType("thirdparty_plugin")
 
     @hookimpl
-    def threadkeep_drivers() -> list[type[Store]]:
-        return [ThirdPartyStore]
+    def threadkeep_drivers() -> list[type[Any]]:
+        return [ThirdPartyDriver]
 
     plugin.threadkeep_drivers = threadkeep_drivers
     manager = manager_with(memory_plugin, plugin)
     monkeypatch.setattr(registry, "plugin_manager", lambda: manager)
     assert installed_schemes() == ["memory", "thirdparty"]
-    assert type(open_store("thirdparty://x")) is ThirdPartyStore
+    assert type(open_store("thirdparty://x").driver) is ThirdPartyDriver
 
 
 def test_open_store_without_url_follows_the_environment(

@@ -30,6 +30,7 @@ from threadkeep import (
     open_store,
 )
 from threadkeep._corrupt import collecting
+from threadkeep.driver import Records
 
 NOW = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)
 CHAT = uuid4()
@@ -64,7 +65,7 @@ def _row(seq: int, body: str) -> tuple[Any, ...]:
 
 def _body(**fields: Any) -> str:
     message = Message(role="user", content=f"m{fields.get('seq', 0)}", **fields)
-    return Store.message_body(message)
+    return Records.message_body(message)
 
 
 DAMAGED: dict[str, str] = {
@@ -84,7 +85,7 @@ DAMAGED: dict[str, str] = {
 def test_damaged_body_in_a_page_raises_corrupt_record(store: Store, damage: str) -> None:
     rows = [_row(1, _body()), _row(2, DAMAGED[damage]), _row(3, _body())]
     with pytest.raises(CorruptRecord) as caught:
-        store.messages_from_rows(rows)
+        Records(store.message_model).messages_from_rows(rows)
     assert (caught.value.kind, caught.value.chat_id, caught.value.seq) == ("message", CHAT, 2)
     assert caught.value.column == "body"
 
@@ -93,7 +94,7 @@ def test_damaged_body_in_a_page_raises_corrupt_record(store: Store, damage: str)
 def test_damaged_body_is_left_out_when_skipping(store: Store, damage: str) -> None:
     rows = [_row(1, _body()), _row(2, DAMAGED[damage]), _row(3, _body())]
     with collecting("skip") as skipped:
-        page = store.messages_from_rows(rows)
+        page = Records(store.message_model).messages_from_rows(rows)
     assert [m.seq for m in page] == [1, 3]
     assert [(c.seq, c.column) for c in skipped] == [(2, "body")]
 
@@ -106,8 +107,8 @@ def test_good_pages_read_back_as_written(store: Store) -> None:
         Message(role="system", kind=MessageKind.BOUNDARY, boundary=Boundary(reason="start_over")),
         Message(role="user", extra_field={"x": 1}),
     ]
-    rows = [_row(seq, Store.message_body(m)) for seq, m in enumerate(written, start=1)]
-    page = store.messages_from_rows(rows)
+    rows = [_row(seq, Records.message_body(m)) for seq, m in enumerate(written, start=1)]
+    page = Records(store.message_model).messages_from_rows(rows)
     columns = {"chat_id": CHAT, "revision": 0, "created_at": NOW, "updated_at": NOW}
     expected = [
         m.model_copy(update={**columns, "seq": seq}) for seq, m in enumerate(written, start=1)
@@ -120,7 +121,7 @@ def test_good_pages_read_back_as_written(store: Store) -> None:
     assert page == validated
     assert [m.model_fields_set for m in page] == [m.model_fields_set for m in validated]
     one_by_one = [
-        store.message_from_row(
+        Records(store.message_model).message_from_row(
             row[6], chat_id=CHAT, seq=row[1], revision=0, created_at=NOW, updated_at=NOW
         )
         for row in rows
@@ -137,6 +138,6 @@ async def test_subclassed_message_models_round_trip(memory_url: str, model: type
         (read,) = (await store.list_messages(chat.chat_id)).items
         assert type(read) is model
         assert read == stored
-        rows = [_row(1, Store.message_body(stored)), _row(2, '{"role": 5}')]
+        rows = [_row(1, Records.message_body(stored)), _row(2, '{"role": 5}')]
         with pytest.raises(CorruptRecord):
-            store.messages_from_rows(rows)
+            Records(store.message_model).messages_from_rows(rows)

@@ -64,7 +64,7 @@ def head_body(head: Event, chunks: dict[str, Event]) -> dict[str, Any]:
 
 
 async def raw_chats(store: MemServiceStore) -> list[RawChat]:
-    sessions = await chat_sessions(store.service, store.space_id)
+    sessions = await chat_sessions(store.driver.service, store.driver.space_id)
     chats = []
     for session in sessions:
         body = plain(session.metadata["chat"])
@@ -74,7 +74,7 @@ async def raw_chats(store: MemServiceStore) -> list[RawChat]:
 
 
 async def raw_messages(store: MemServiceStore, chat_id: UUID) -> list[RawMessage]:
-    service, space_id = store.service, store.space_id
+    service, space_id = store.driver.service, store.driver.space_id
     sessions = await service.list_sessions(
         space_id, description_prefix=f"//chat/{chat_id}/", limit=1, include_deleted=True
     )
@@ -122,10 +122,13 @@ async def damage_message(
     if found is None:
         return None
     path, value = found
-    sessions = await store.service.list_sessions(
-        store.space_id, description_prefix=f"//chat/{chat_id}/", limit=1, include_deleted=True
+    sessions = await store.driver.service.list_sessions(
+        store.driver.space_id,
+        description_prefix=f"//chat/{chat_id}/",
+        limit=1,
+        include_deleted=True,
     )
-    state = store.service._spaces[store.space_id]
+    state = store.driver.service._spaces[store.driver.space_id]
     row = state.sessions[sessions[0].session_id]
     event = row.events[row.by_seq[seq]]
     body = json.loads(event.body_text)
@@ -146,10 +149,13 @@ async def move_message(store: MemServiceStore, chat_id: UUID, seq: int, new_seq:
     counter behind a stored event cannot happen on this backend, and the contract checks
     that appends after such an event still go after it.
     """
-    sessions = await store.service.list_sessions(
-        store.space_id, description_prefix=f"//chat/{chat_id}/", limit=1, include_deleted=True
+    sessions = await store.driver.service.list_sessions(
+        store.driver.space_id,
+        description_prefix=f"//chat/{chat_id}/",
+        limit=1,
+        include_deleted=True,
     )
-    row = store.service._spaces[store.space_id].sessions[sessions[0].session_id]
+    row = store.driver.service._spaces[store.driver.space_id].sessions[sessions[0].session_id]
     event = row.events[row.by_seq[seq]]
     row.remove_event(event)
     event.sequence_id = new_seq
@@ -170,10 +176,10 @@ async def damage_record(
     value = DAMAGED_BODIES.get(damage)
     if value is None:
         return None
-    state = store.service._spaces[store.space_id]
+    state = store.driver.service._spaces[store.driver.space_id]
     if kind == "step":
-        sessions = await store.service.list_sessions(
-            store.space_id, description_prefix=f"//chat/{chat_id}/", limit=1
+        sessions = await store.driver.service.list_sessions(
+            store.driver.space_id, description_prefix=f"//chat/{chat_id}/", limit=1
         )
         row = state.sessions[sessions[0].session_id]
         event = row.events[row.by_seq[seq]]  # type: ignore[index]
@@ -184,8 +190,8 @@ async def damage_record(
     [session] = [
         s
         for prefix in ("//run/active/", "//run/ended/")
-        for s in await store.service.list_sessions(
-            store.space_id, description_prefix=f"{prefix}{chat_id}/", limit=10
+        for s in await store.driver.service.list_sessions(
+            store.driver.space_id, description_prefix=f"{prefix}{chat_id}/", limit=10
         )
     ]
     session_row = state.sessions[session.session_id]

@@ -41,9 +41,9 @@ def _commit_part(args: Mapping[str, Any]) -> bool:
 
 
 async def _events(store: MemServiceStore, chat_id: UUID) -> list[Event]:
-    session_id = await store.registry.resolve(chat_id)
+    session_id = await store.driver.registry.resolve(chat_id)
     assert session_id is not None
-    return await all_events(store.service, store.space_id, session_id)
+    return await all_events(store.driver.service, store.driver.space_id, session_id)
 
 
 async def _nothing_visible(store: MemServiceStore, chat_id: UUID, sent: list[Message]) -> None:

@@ -20,7 +20,7 @@ from hypothesis import note
 
 from threadkeep import Store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
-from threadkeep_memservice import MemServiceStore, locator_write_fault
+from threadkeep_memservice import MemServiceDriver, MemServiceStore, locator_write_fault
 from threadkeep_memservice.emulator import FaultRule, NotFoundError, drop_named_service
 
 from .backdoor import damage_message, damage_record, move_message, raw_chats, raw_messages
@@ -48,26 +48,28 @@ class _MemServiceContract(StoreContract):
 
     async def lookup_may_miss(self, store: Store, kind: str, item_id: UUID) -> bool:
         """True when the ``kind:uuid`` locator is really absent from the service."""
-        assert isinstance(store, MemServiceStore)
+        assert isinstance(store.driver, MemServiceDriver)
         try:
-            await store.service.find_session(store.space_id, dedup_key=f"{kind}:{item_id}")
+            await store.driver.service.find_session(
+                store.driver.space_id, dedup_key=f"{kind}:{item_id}"
+            )
         except NotFoundError:
             note(f"  -> the locator {kind}:{item_id} was lost (a miss is allowed)")
             return True
         return False
 
     async def raw_chats(self, store: Store) -> list[RawChat]:
-        assert isinstance(store, MemServiceStore)
+        assert isinstance(store.driver, MemServiceDriver)
         return await raw_chats(store)
 
     async def raw_messages(self, store: Store, chat_id: UUID) -> list[RawMessage]:
-        assert isinstance(store, MemServiceStore)
+        assert isinstance(store.driver, MemServiceDriver)
         return await raw_messages(store, chat_id)
 
     async def damage_row(
         self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
     ) -> str | None:
-        assert isinstance(store, MemServiceStore)
+        assert isinstance(store.driver, MemServiceDriver)
         if kind in ("step", "run"):
             return await damage_record(store, kind, chat_id, seq, damage)
         if kind == "chat" or seq is None:  # chats live in session metadata: not written here
@@ -75,7 +77,7 @@ class _MemServiceContract(StoreContract):
         return await damage_message(store, chat_id, seq, damage)
 
     async def move_message(self, store: Store, chat_id: UUID, seq: int, new_seq: int) -> str:
-        assert isinstance(store, MemServiceStore)
+        assert isinstance(store.driver, MemServiceDriver)
         return await move_message(store, chat_id, seq, new_seq)
 
 

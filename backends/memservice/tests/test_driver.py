@@ -19,7 +19,7 @@ from threadkeep import (
     ToolCall,
     open_store,
 )
-from threadkeep_memservice import MemServiceStore, decode_strings, encode_strings
+from threadkeep_memservice import MemServiceDriver, MemServiceStore, decode_strings, encode_strings
 from threadkeep_memservice.emulator import (
     FaultAction,
     FaultRule,
@@ -45,9 +45,9 @@ async def store(service: MemoryService) -> AsyncIterator[MemServiceStore]:
 
 
 async def _events_of(store: MemServiceStore, chat_id: Any) -> list[Any]:
-    session_id = store.registry.get_session_id(chat_id)
+    session_id = store.driver.registry.get_session_id(chat_id)
     assert session_id is not None
-    return await all_events(store.service, store.space_id, session_id)
+    return await all_events(store.driver.service, store.driver.space_id, session_id)
 
 
 @pytest.mark.parametrize(
@@ -101,11 +101,11 @@ async def test_empty_message_tool_arguments_and_reasoning_round_trip_exactly(
     for event in await _events_of(store, chat.chat_id):
         assert all(_strings(event.body)), "an empty string reached the service"
     # The codec is what makes it pass: the service refuses the same body unencoded.
-    session_id = store.registry.get_session_id(chat.chat_id)
+    session_id = store.driver.registry.get_session_id(chat.chat_id)
     assert session_id is not None
     with pytest.raises(ValidationError):
         await service.create_events(
-            store.space_id, session_id, [NewEvent("message", {"content": ""})]
+            store.driver.space_id, session_id, [NewEvent("message", {"content": ""})]
         )
 
 
@@ -223,7 +223,7 @@ async def test_a_lost_session_delete_is_finished_by_the_next_create(
         await store.list_messages(chat.chat_id)
     fresh = await store.create_chat("u", "t")
     assert fresh.chat_id != chat.chat_id
-    sessions = await chat_sessions(service, store.space_id)
+    sessions = await chat_sessions(service, store.driver.space_id)
     assert sorted(s.deleted_at is not None for s in sessions) == [False, True]
     with pytest.raises(Conflict, match="another live chat"):
         await store.restore_chat(chat.chat_id)
@@ -273,8 +273,8 @@ async def test_filters_scan_only_the_chat(store: MemServiceStore, service: Memor
 
 async def test_open_store_finds_the_driver_by_scheme() -> None:
     store = open_store("memservice://plugin-test", cache_size=5)
-    assert isinstance(store, MemServiceStore)
-    assert store.cache_size == 5
+    assert isinstance(store.driver, MemServiceDriver)
+    assert store.driver.cache_size == 5
     with pytest.raises(InvalidArgument):
         MemServiceStore("memservice://a/b")
     with pytest.raises(InvalidArgument):
@@ -286,9 +286,9 @@ async def test_two_named_stores_share_one_emulator() -> None:
         open_store("memservice://shared-test") as one,
         open_store("memservice://shared-test") as two,
     ):
-        assert isinstance(one, MemServiceStore)
-        assert isinstance(two, MemServiceStore)
-        assert one.service is two.service
+        assert isinstance(one.driver, MemServiceDriver)
+        assert isinstance(two.driver, MemServiceDriver)
+        assert one.driver.service is two.driver.service
         chat = await one.create_chat("u", "t")
         await one.append_message(chat.chat_id, Message(role="user", content="hi"))
         assert [m.content for m in (await two.list_messages(chat.chat_id)).items] == ["hi"]

@@ -47,7 +47,9 @@ def _messages(count: int) -> list[Message]:
 
 async def _has_locator(store: MemServiceStore, kind: str, item_id: UUID) -> bool:
     try:
-        await store.service.find_session(store.space_id, dedup_key=f"{kind}:{item_id}")
+        await store.driver.service.find_session(
+            store.driver.space_id, dedup_key=f"{kind}:{item_id}"
+        )
     except NotFoundError:
         return False
     return True
@@ -66,7 +68,7 @@ async def test_every_append_succeeds_and_every_message_is_listed(
 ) -> None:
     chat = await writer.create_chat("u", "t")
     stored = await _append_all(writer, chat.chat_id)
-    (rule,) = writer._fault_rules
+    (rule,) = writer.driver._fault_rules
     assert rule.fired > 10, "the fault rule should have cost some locator writes"
     for store in (writer, cold_replica(service)):
         async with store:
@@ -156,7 +158,7 @@ async def _point(
     store: MemServiceStore, kind: str, item_id: UUID, metadata: dict[str, str]
 ) -> None:
     """Overwrite a locator's target through the back door."""
-    service, space = store.service, store.space_id
+    service, space = store.driver.service, store.driver.space_id
     session = await service.find_session(space, dedup_key=f"{kind}:{item_id}")
     await service.update_session(space, session.session_id, metadata={"kind": kind, **metadata})
 
@@ -167,14 +169,14 @@ async def test_a_locator_pointing_at_nothing_or_elsewhere_resolves_to_not_found(
     async with MemServiceStore("memservice://", service=service) as store:
         chat = await store.create_chat("u", "t")
         first, second, third = await store.append_messages(chat.chat_id, _messages(3))
-        session_id = store.registry.get_session_id(chat.chat_id)
+        session_id = store.driver.registry.get_session_id(chat.chat_id)
         assert session_id is not None
         where = {"chat_id": str(chat.chat_id), "session_id": session_id}
         await _point(store, "message", first.message_id, where | {"event_key": "m:" + str(uuid4())})
         await _point(
             store, "message", second.message_id, where | {"session_id": "0" * 24, "event_key": "x"}
         )
-        other = await store.locators.read("message", third.message_id)
+        other = await store.driver.locators.read("message", third.message_id)
         assert other is not None
         assert other.event_key is not None
         await _point(store, "message", third.message_id, where | {"event_key": "a:" + "0" * 64})
@@ -199,7 +201,7 @@ async def test_a_locator_repointed_at_another_message_never_returns_it(
     async with MemServiceStore("memservice://", service=service) as store:
         chat = await store.create_chat("u", "t")
         victim, other = await store.append_messages(chat.chat_id, _messages(2))
-        target = await store.locators.read("message", other.message_id)
+        target = await store.driver.locators.read("message", other.message_id)
         assert target is not None
         assert target.event_key is not None
         where = {"chat_id": str(chat.chat_id), "session_id": target.session_id}

@@ -170,7 +170,7 @@ async def test_without_transactions_a_failed_batch_undoes_itself(
 ) -> None:
     async with make_store(use_transactions=False) as store:
         assert store.capabilities.transactions is False
-        assert type(store).capabilities.transactions is True
+        assert type(store.driver).capabilities.transactions is True
         chat = await store.create_chat("u-conc", "t-standalone")
         first = await store.append_message(chat.chat_id, Message(role="user", content="x"))
         clash = Message(role="user", content="y", message_id=first.message_id)

@@ -14,16 +14,17 @@ from uuid import UUID
 import pytest
 
 from threadkeep import Capabilities, Store
+from threadkeep.driver import store_for
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
-from threadkeep_mongodb import MongoStore
+from threadkeep_mongodb import MongoDriver, MongoStore
 
 
-def _mongo(store: Store) -> MongoStore:
-    assert isinstance(store, MongoStore)
-    return store
+def _mongo(store: Store) -> MongoDriver:
+    assert isinstance(store.driver, MongoDriver)
+    return store.driver
 
 
-async def _body(store: MongoStore, doc: dict[str, Any]) -> str:
+async def _body(store: MongoDriver, doc: dict[str, Any]) -> str:
     if "body" in doc:
         return str(doc["body"])
     cursor = store._cols.chunks.find({"body_id": doc["body_id"]}, sort=[("n", 1)])
@@ -91,10 +92,10 @@ _DAMAGED_FIELDS: dict[str, tuple[str, Any]] = {
 }
 
 
-class StandaloneMongoStore(MongoStore):
+class StandaloneMongoDriver(MongoDriver):
     """The store as a standalone server (no transactions) makes it: its class says so."""
 
-    capabilities: ClassVar[Capabilities] = MongoStore.capabilities.model_copy(
+    capabilities: ClassVar[Capabilities] = MongoDriver.capabilities.model_copy(
         update={"transactions": False}
     )
 
@@ -105,11 +106,11 @@ class StandaloneMongoStore(MongoStore):
 class TestMongoContractWithoutTransactions(TestMongoContract):
     """The standalone-server code path (``use_transactions=False``) on the same server.
 
-    The suite reads ``type(store).capabilities``, so the factory builds a subclass whose
+    The suite reads ``store.capabilities``, so the factory builds a driver subclass whose
     class declares ``transactions=False``, as an open store on a standalone server reports.
     """
 
     @pytest.fixture
     def store_factory(self, mongo_db: tuple[str, str]) -> Callable[..., Store]:
         url, _ = mongo_db
-        return lambda **options: StandaloneMongoStore(url, **options)
+        return lambda **options: store_for(StandaloneMongoDriver, url, **options)

@@ -29,24 +29,24 @@ async def test_documents_missing_a_field_raise_corrupt_record(
     steps = await store.save_steps([Step(chat_id=chat.chat_id, stack_id="s", type="tool")])
     await store.start_run(chat.chat_id, "r1", owner="w")
     unset = {"$unset": {missing: ""}}
-    await store._cols.messages.update_one({"_id": stored[1].message_id}, unset)
+    await store.driver._cols.messages.update_one({"_id": stored[1].message_id}, unset)
     reads: dict[str, Callable[[], Awaitable[object]]] = {
         "get_message": lambda: store.get_message(stored[1].message_id),
     }
     if missing in ("body", "revision"):  # list reads select by chat and seq
         reads["list_messages"] = lambda: store.list_messages(chat.chat_id)
     if missing != "revision":  # steps have no revision
-        await store._cols.steps.update_one({"_id": steps[0].step_id}, unset)
+        await store.driver._cols.steps.update_one({"_id": steps[0].step_id}, unset)
         reads["get_step"] = lambda: store.get_step(steps[0].step_id)
     if missing in ("body", "revision"):  # runs have no seq; get_run selects by chat_id
-        await store._cols.runs.update_one({"run_id": "r1"}, unset)
+        await store.driver._cols.runs.update_one({"run_id": "r1"}, unset)
         reads["get_run"] = lambda: store.get_run(chat.chat_id, "r1")
     for name, read in reads.items():
         with pytest.raises(CorruptRecord) as caught:
             await read()
         assert caught.value.column == missing, name
     if missing == "body":
-        await store._cols.chats.update_one({"_id": chat.chat_id}, unset)
+        await store.driver._cols.chats.update_one({"_id": chat.chat_id}, unset)
         with pytest.raises(CorruptRecord) as chat_error:
             await store.get_chat(chat.chat_id)
         assert chat_error.value.column == "body"

@@ -26,7 +26,7 @@ from threadkeep import (
     PayloadTooLarge,
     open_store,
 )
-from threadkeep_mongodb import MongoStore
+from threadkeep_mongodb import MongoDriver, MongoStore
 from threadkeep_mongodb._config import check_prefix, database_name
 from threadkeep_mongodb._errors import map_errors
 
@@ -73,7 +73,7 @@ def test_other_errors_pass_through() -> None:
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_unreachable_server_is_backend_unavailable() -> None:
     store = open_store("mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200&connectTimeoutMS=200")
-    assert isinstance(store, MongoStore)
+    assert isinstance(store.driver, MongoDriver)
     with pytest.raises(BackendUnavailable, match="cannot reach MongoDB"):
         await store.open()
     assert not store.is_open
@@ -171,7 +171,7 @@ async def test_connection_lost_mid_use_is_backend_unavailable(mongo_db: tuple[st
 )
 def test_database_comes_from_the_url_path(url: str, expected: str) -> None:
     assert database_name(url) == expected
-    assert MongoStore(url).database_name == expected
+    assert MongoDriver(url).database_name == expected
 
 
 @pytest.mark.parametrize("url", ["mongodb://h/a.b", "mongodb://h/a%24b", "mongodb://h/" + "x" * 64])
@@ -187,5 +187,5 @@ def test_invalid_prefixes_are_refused(prefix: str) -> None:
 
 
 def test_both_schemes_are_registered() -> None:
-    assert isinstance(open_store("mongodb+srv://cluster.example.com/x"), MongoStore)
-    assert isinstance(open_store("mongodb://localhost/x"), MongoStore)
+    assert isinstance(open_store("mongodb+srv://cluster.example.com/x").driver, MongoDriver)
+    assert isinstance(open_store("mongodb://localhost/x").driver, MongoDriver)

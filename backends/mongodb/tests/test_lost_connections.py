@@ -75,8 +75,8 @@ async def test_a_restart_of_the_server_is_not_seen(
     store = MongoStore(url, client_options={"serverSelectionTimeoutMS": 30000})
     await store.open()  # server selection waits for the starting server
     try:
-        assert store._client.options.retry_writes
-        assert store._client.options.retry_reads
+        assert store.driver._client.options.retry_writes
+        assert store.driver._client.options.retry_reads
         for round_ in range(2):
             await store.create_chat("u", f"before-{round_}")
             server.stop()  # every pooled connection is dropped by the server going away

@@ -21,7 +21,7 @@ from threadkeep import (
     Message,
     open_store,
 )
-from threadkeep_sql import SqlStore, map_native_errors
+from threadkeep_sql import SqlDriver, SqlStore, map_native_errors
 
 
 async def test_postgres_unreachable_is_backend_unavailable() -> None:
@@ -136,21 +136,21 @@ def test_threadkeep_errors_and_others_pass_through() -> None:
 
 async def test_aliases_open_the_same_drivers(tmp_path: Path) -> None:
     async with open_store(f"sqlite:///{tmp_path / 'alias.db'}") as store:
-        assert isinstance(store, SqlStore)
-        assert store.db.engine.dialect.driver == "aiosqlite"
-        async with store.db.read() as conn:
+        assert isinstance(store.driver, SqlDriver)
+        assert store.driver.db.engine.dialect.driver == "aiosqlite"
+        async with store.driver.db.read() as conn:
             mode = (await conn.execute(sa.text("PRAGMA journal_mode"))).scalar()
         assert mode == "wal"
     store = open_store("postgresql://u:p@127.0.0.1:1/db")
-    assert isinstance(store, SqlStore)
+    assert isinstance(store.driver, SqlDriver)
     with pytest.raises(BackendUnavailable):
         await store.open()
 
 
 async def _backend_pids(store: SqlStore) -> set[int]:
     """The server pids of the store's held connections and of one pooled transaction one."""
-    pids = {held[1].get_server_pid() for held in store.db._held}
-    async with store.db.transaction() as conn:
+    pids = {held[1].get_server_pid() for held in store.driver.db._held}
+    async with store.driver.db.transaction() as conn:
         pids.add((await conn.execute(sa.text("SELECT pg_backend_pid()"))).scalar_one())
     return pids
 
@@ -197,8 +197,8 @@ def test_schema_in_the_url_and_the_option_must_agree() -> None:
     from threadkeep_sql import SqlStore
 
     url = "postgresql+asyncpg://u:p@127.0.0.1:1/db?schema=a"
-    assert SqlStore(url)._schema == "a"
-    assert SqlStore(url, schema="a")._schema == "a"
-    assert "schema" not in SqlStore(url)._sa_url.query
+    assert SqlStore(url).driver._schema == "a"
+    assert SqlStore(url, schema="a").driver._schema == "a"
+    assert "schema" not in SqlStore(url).driver._sa_url.query
     with pytest.raises(InvalidArgument, match="given twice"):
         SqlStore(url, schema="b")

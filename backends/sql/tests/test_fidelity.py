@@ -42,7 +42,7 @@ async def test_16_mib_body_round_trips_exactly(store: SqlStore) -> None:
     assert read.content == content
     (paged,) = (await store.list_messages(chat.chat_id)).items
     assert paged.content == content
-    async with store.db.read() as conn:
+    async with store.driver.db.read() as conn:
         length = (await conn.execute(sa.select(sa.func.length(messages.c.body)))).scalar_one()
     assert length >= len(content)
 

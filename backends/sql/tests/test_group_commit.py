@@ -51,7 +51,7 @@ def groups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _committer(store: SqlStore) -> GroupCommitter:
-    committer = store._group
+    committer = store.driver._group
     assert committer is not None
     return committer
 
@@ -218,7 +218,8 @@ async def test_a_direct_caller_cancelled_while_queued_writes_nothing(
     leads = await _fill_inflight(pg_store, chat.chat_id)
     now = datetime.now(UTC)
     prepared = [
-        pg_store.prepare(pg_store._coerce_message(_user(n), chat.chat_id)) for n in range(3)
+        pg_store.prepare(pg_store._messages._coerce_message(_user(n), chat.chat_id))
+        for n in range(3)
     ]
     calls = [asyncio.ensure_future(committer.append(chat.chat_id, [p], now)) for p in prepared]
     await gate.until_queued(3)

@@ -23,7 +23,7 @@ async def test_open_migrates_to_head_and_reopen_is_a_no_op(open_sql_store) -> No
     await first.append_message(chat.chat_id, Message(role="user", content="kept"))
     await first.close()
     second = await open_sql_store()
-    async with second.db.transaction() as conn:
+    async with second.driver.db.transaction() as conn:
         assert await conn.run_sync(current_revision) == head_revision()
         await conn.run_sync(upgrade_to_head)  # a third run changes nothing
     (message,) = (await second.list_messages(chat.chat_id)).items
@@ -36,7 +36,7 @@ async def test_migrated_schema_matches_the_query_metadata(store: SqlStore) -> No
         found = compare_metadata(context, metadata)
         return [d for d in found if "threadkeep_alembic_version" not in repr(d)]
 
-    async with store.db.read() as conn:
+    async with store.driver.db.read() as conn:
         assert await conn.run_sync(diff) == []
 
 
@@ -80,10 +80,10 @@ async def test_an_older_schema_is_migrated_on_open(engine_url) -> None:
     finally:
         await database.dispose()
     async with SqlStore(url, **options) as store:
-        async with store.db.read() as conn:
+        async with store.driver.db.read() as conn:
             assert await conn.run_sync(current_revision) == head_revision()
         chat = await store.create_chat("u", "t")
-        assert await store._index_archived_ids(chat.chat_id, [chat.chat_id]) == 1
+        assert await store.primitives.index_archived_ids(chat.chat_id, [chat.chat_id]) == 1
 
 
 async def test_relative_file_url_opens_in_the_working_directory(

@@ -212,7 +212,7 @@ async def steps_and_runs_part(
     t.add("swept", await store.sweep_expired_runs())
     t.add("claim", await store.claim_run(chat_id, "run-1", owner="w2"))
     t.add("finish", await store.finish_run(chat_id, "run-1", owner="w2", status=RunStatus.COMPLETE))
-    t.add("scan steps", await store._scan_steps(chat_id, 1, 10))
+    t.add("scan steps", await store.primitives.scan_steps(chat_id, 1, 10))
 
 
 async def run_batch_part(store: Store, t: Transcript, chat_id: uuid.UUID) -> None:
@@ -234,31 +234,37 @@ async def run_batch_part(store: Store, t: Transcript, chat_id: uuid.UUID) -> Non
 
 
 async def archive_part(store: Store, t: Transcript, chat_id: uuid.UUID) -> None:
-    messages = await store._scan_messages(chat_id, 0, 1000)
-    steps = await store._scan_steps(chat_id, 0, 1000)
+    messages = await store.primitives.scan_messages(chat_id, 0, 1000)
+    steps = await store.primitives.scan_steps(chat_id, 0, 1000)
     t.add("scan", messages)
-    t.add("delete hot", await store._delete_hot_messages(chat_id))
-    t.add("delete steps", await store._delete_hot_steps(chat_id))
-    t.add("restore", await store._restore_messages(chat_id, messages))
-    t.add("restore again", await store._restore_messages(chat_id, messages))
-    t.add("restore steps", await store._restore_steps(chat_id, steps))
-    t.add("rescan", await store._scan_messages(chat_id, 0, 1000))
+    t.add("delete hot", await store.primitives.delete_hot_messages(chat_id))
+    t.add("delete steps", await store.primitives.delete_hot_steps(chat_id))
+    t.add("restore", await store.primitives.restore_messages(chat_id, messages))
+    t.add("restore again", await store.primitives.restore_messages(chat_id, messages))
+    t.add("restore steps", await store.primitives.restore_steps(chat_id, steps))
+    t.add("rescan", await store.primitives.scan_messages(chat_id, 0, 1000))
     t.add("next append", await store.append_message(chat_id, Message(role=Role.USER, content="y")))
     t.add("found after restore", await store.get_tool_call_by_agui_id(chat_id, "tc9"))
     t.add("discard run-2", await store.discard_run(chat_id, "run-2"))
     await walk_messages(store, t, "after discard", chat_id, MessageFilter())
-    t.add("index ids", await store._index_archived_ids(chat_id, [uid("m1"), uid("call0")]))
-    t.add("index again", await store._index_archived_ids(chat_id, [uid("m1"), uid("m2")]))
-    t.add("archived chat of", [await store._archived_chat_of(uid(x)) for x in ("m2", "zz")])
+    t.add(
+        "index ids", await store.primitives.index_archived_ids(chat_id, [uid("m1"), uid("call0")])
+    )
+    t.add("index again", await store.primitives.index_archived_ids(chat_id, [uid("m1"), uid("m2")]))
+    t.add(
+        "archived chat of", [await store.primitives.archived_chat_of(uid(x)) for x in ("m2", "zz")]
+    )
     chat = await store.get_chat(chat_id)
-    t.add("not archived", await store._delete_archived_rows(chat_id, chat.revision))
+    t.add("not archived", await store.primitives.delete_archived_rows(chat_id, chat.revision))
     flipped = chat.model_copy(update={"status": ChatStatus.ARCHIVED, "archive_ref": "ref"})
-    archived = await store._update_chat(flipped, chat.revision)
+    archived = await store.primitives.update_chat(flipped, chat.revision)
     assert archived is not None
     t.add("archived", archived)
-    t.add("stale revision", await store._delete_archived_rows(chat_id, chat.revision))
-    t.add("delete archived", await store._delete_archived_rows(chat_id, archived.revision))
-    t.add("after delete", await store._scan_messages(chat_id, 0, 100))
+    t.add("stale revision", await store.primitives.delete_archived_rows(chat_id, chat.revision))
+    t.add(
+        "delete archived", await store.primitives.delete_archived_rows(chat_id, archived.revision)
+    )
+    t.add("after delete", await store.primitives.scan_messages(chat_id, 0, 100))
 
 
 async def scenario(store: Store, clock: ManualClock) -> list[Any]:

@@ -52,8 +52,8 @@ async def captured(pg_schema: tuple[str, str]) -> AsyncIterator[tuple[SqlStore, 
         dbapi_connection.driver_connection.add_query_logger(log)
 
     await store.open()
-    event.listen(store.db.engine.sync_engine, "connect", on_connect)
-    await store.db.dispose()  # held connections predate the listener: start afresh
+    event.listen(store.driver.db.engine.sync_engine, "connect", on_connect)
+    await store.driver.db.dispose()  # held connections predate the listener: start afresh
     yield store, sent
     await store.close()
 
@@ -104,7 +104,7 @@ async def per_chat_workload(store: SqlStore) -> None:
 
 async def test_new_store_is_partitioned(captured: tuple[SqlStore, list[Any]]) -> None:
     store, _ = captured
-    async with store.db.read() as conn:
+    async with store.driver.db.read() as conn:
         for table in PARTITIONED_TABLES:
             rows = await conn.exec_driver_sql(
                 f"SELECT count(*) FROM pg_inherits WHERE inhparent = '{table}'::regclass"

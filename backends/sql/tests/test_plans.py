@@ -27,7 +27,7 @@ from threadkeep_sql._runner import RawStatement
 
 
 async def plan(store: SqlStore, stmt: Any, params: dict[str, Any]) -> str:
-    async with store.db.transaction() as conn:
+    async with store.driver.db.transaction() as conn:
         raw = RawStatement.compile(stmt, conn.dialect)
         await conn.execute(sa.text("ANALYZE"))
         await conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
@@ -62,7 +62,9 @@ async def test_hot_reads_use_their_indexes(pg_store: SqlStore) -> None:
         await pg_store.append_messages(
             chat.chat_id, [Message(role="user", content="x") for _ in range(200)]
         )
-    call = next(m for m in (await pg_store._scan_messages(chat.chat_id, 0, 5))).tool_calls[0]
+    call = next(
+        m for m in (await pg_store.primitives.scan_messages(chat.chat_id, 0, 5))
+    ).tool_calls[0]
     c = {"chat_id": chat.chat_id}
     page = await plan(pg_store, _PAGE, {**c, "before": 1_000, "limit": 51})
     assert "Index Scan Backward using messages_pkey" in page
@@ -92,6 +94,6 @@ async def test_chat_list_and_previews_walk_indexes(pg_store: SqlStore) -> None:
         assert "ix_chats_user_seq" in text
         assert "Sort" not in text
     ids = [c.chat_id for c in (await pg_store.list_chats()).items]
-    previews = await plan(pg_store, pg_store._last_messages_sql, {"chat_ids": ids})
+    previews = await plan(pg_store, pg_store.driver._last_messages_sql, {"chat_ids": ids})
     assert "messages_pkey" in previews
     assert "Seq Scan" not in previews

@@ -23,11 +23,11 @@ from threadkeep import (
     CorruptRecord,
     Message,
     Reasoning,
-    Store,
     ToolCall,
     as_utc,
     open_store,
 )
+from threadkeep.driver import Records
 from threadkeep_sql import SqlStore
 from threadkeep_sql._messages import _NO_SEQ, _PAGE
 
@@ -88,7 +88,7 @@ def rows_of(model: type[Message], messages: list[Message], **overrides: Any) -> 
     chat_id = uuid.uuid4()
     rows = []
     for seq, message in enumerate(messages, start=1):
-        body = Store.message_body(message)
+        body = Records.message_body(message)
         columns = {
             "chat_id": chat_id,
             "seq": seq,
@@ -125,12 +125,12 @@ def sample(model: type[Message]) -> list[Message]:
 def test_message_pages_equal_the_general_path(model: type[Message]) -> None:
     store = open_store("memory://", message_model=model)
     rows = rows_of(model, sample(model))
-    page = store.messages_from_rows(rows)
+    page = Records(store.message_model).messages_from_rows(rows)
     assert len(page) == len(rows)
     for built, row in zip(page, rows, strict=True):
         expected = general(model, row[6], {**columns_of(row)})
         same(built, expected)
-        one = store.message_from_row(row[6], **columns_of(row))
+        one = Records(store.message_model).message_from_row(row[6], **columns_of(row))
         same(one, expected)
     if model is SeesSeq:
         assert [m.seen_seq for m in page] == [1, 2, 3]
@@ -142,8 +142,8 @@ def test_naive_and_foreign_zone_times_become_utc() -> None:
     plus_two = NOW.astimezone(timezone(timedelta(hours=2)))
     rows = rows_of(Message, sample(Message), created_at=naive, updated_at=plus_two)
     for built in [
-        *store.messages_from_rows(rows),
-        store.message_from_row(rows[0][6], **columns_of(rows[0])),
+        *Records(store.message_model).messages_from_rows(rows),
+        Records(store.message_model).message_from_row(rows[0][6], **columns_of(rows[0])),
     ]:
         assert built.created_at == NOW
         assert built.created_at.tzinfo is UTC
@@ -154,7 +154,7 @@ def test_naive_and_foreign_zone_times_become_utc() -> None:
 def test_columns_the_model_would_convert_take_the_general_path() -> None:
     store = open_store("memory://")
     rows = rows_of(Message, sample(Message), chat_id=str(uuid.uuid4()), revision=True)
-    for built, row in zip(store.messages_from_rows(rows), rows, strict=True):
+    for built, row in zip(Records(store.message_model).messages_from_rows(rows), rows, strict=True):
         same(built, general(Message, row[6], columns_of(row)))
         assert isinstance(built.chat_id, uuid.UUID)
         assert type(built.revision) is int
@@ -164,7 +164,7 @@ def test_a_large_page_is_validated_body_by_body() -> None:
     store = open_store("memory://")
     big = [Message(role="user", content="x" * 600_000) for _ in range(3)]
     rows = rows_of(Message, big)
-    for built, row in zip(store.messages_from_rows(rows), rows, strict=True):
+    for built, row in zip(Records(store.message_model).messages_from_rows(rows), rows, strict=True):
         same(built, general(Message, row[6], columns_of(row)))
 
 
@@ -174,14 +174,14 @@ def test_bad_bodies_raise_corrupt_record() -> None:
     (row,) = rows_of(Message, [Message(role="user")])
     bad = (*row[:6], '{"role": "nobody"}', "fp")
     with pytest.raises(CorruptRecord, match="does not validate") as caught:
-        store.messages_from_rows([row, bad])
+        Records(store.message_model).messages_from_rows([row, bad])
     assert caught.value.column == "body"
     assert isinstance(caught.value.__cause__, ValidationError)
     with pytest.raises(CorruptRecord, match="is not JSON") as caught:
-        store.messages_from_rows([row, (*row[:6], "{not json", "fp")])
+        Records(store.message_model).messages_from_rows([row, (*row[:6], "{not json", "fp")])
     assert isinstance(caught.value.__cause__, json.JSONDecodeError)
     with pytest.raises(CorruptRecord) as caught:
-        store.records_from_rows(Chat, ("seq",), [(1, '{"user_id": ""}')])
+        Records(store.message_model).records_from_rows(Chat, ("seq",), [(1, '{"user_id": ""}')])
     assert (caught.value.kind, caught.value.seq) == ("chat", 1)
 
 
@@ -192,13 +192,13 @@ def test_chat_pages_equal_the_general_path() -> None:
     ]
     names = ("seq", "revision", "updated_at", "last_message_at")
     rows = [
-        (i + 1, i, NOW.replace(tzinfo=None), None if i % 2 else NOW, Store.record_body(c), "x")
+        (i + 1, i, NOW.replace(tzinfo=None), None if i % 2 else NOW, Records.record_body(c), "x")
         for i, c in enumerate(chats)
     ]
-    page = Store.records_from_rows(Chat, names, rows)
+    page = Records.records_from_rows(Chat, names, rows)
     for built, row in zip(page, rows, strict=True):
         columns = dict(zip(names, row, strict=False))
-        expected = Store.record_from_body(Chat, row[4], **columns)
+        expected = Records.record_from_body(Chat, row[4], **columns)
         same(built, expected)
         data = {**json.loads(row[4]), **columns, "updated_at": NOW}
         same(built, Chat.model_validate(data))
@@ -214,7 +214,7 @@ async def test_a_subclass_store_round_trips_on_both_engines(open_sql_store) -> N
     await store.append_messages(chat.chat_id, messages[:-1])
     await store.append_messages(chat.chat_id, messages[-1:])
     params = {"chat_id": chat.chat_id, "before": _NO_SEQ, "limit": 10}
-    async with store.db.runner() as run:
+    async with store.driver.db.runner() as run:
         rows = await run.all(_PAGE, params)
     expected = [general(Tagged, row[6], columns_of(row)) for row in rows][::-1]
     page = await store.list_messages(chat.chat_id)

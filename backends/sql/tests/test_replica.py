@@ -37,9 +37,9 @@ async def replicated(pg_schema: tuple[str, str]) -> AsyncIterator[SqlStore]:
 
 
 async def test_reads_go_to_the_standby(replicated: SqlStore) -> None:
-    async with replicated.db.read() as conn:
+    async with replicated.driver.db.read() as conn:
         assert (await conn.execute(sa.text("SELECT pg_is_in_recovery()"))).scalar() is True
-    async with replicated.db.transaction() as conn:
+    async with replicated.driver.db.transaction() as conn:
         assert (await conn.execute(sa.text("SELECT pg_is_in_recovery()"))).scalar() is False
 
 
@@ -50,7 +50,7 @@ async def test_a_caller_reads_its_own_writes(replicated: SqlStore) -> None:
         page = await replicated.list_messages(chat.chat_id, limit=1)
         assert [m.message_id for m in page.items] == [stored.message_id]
         assert (await replicated.get_chat(chat.chat_id)).revision == i + 1
-    router = replicated.db._router
+    router = replicated.driver.db._router
     assert router is not None
     assert router.standby_reads > 0
 
@@ -58,7 +58,7 @@ async def test_a_caller_reads_its_own_writes(replicated: SqlStore) -> None:
 async def test_a_lagging_standby_sends_reads_to_the_primary(replicated: SqlStore) -> None:
     chat = await replicated.create_chat("u", "t")
     await replicated.list_messages(chat.chat_id)
-    router = replicated.db._router
+    router = replicated.driver.db._router
     assert router is not None
     conn = await asyncpg.connect(asyncpg_dsn(standby_url()))
     try:
@@ -94,9 +94,9 @@ async def test_read_url_options_are_checked() -> None:
     with pytest.raises(InvalidArgument, match="read_consistency"):
         SqlStore(url, read_consistency="eventual")
     store = SqlStore(f"{url}?partitions=4&read_url={quote(url, safe='')}&pooler=transaction")
-    assert store._scale.partitions == 4
-    assert store._scale.read_url is not None
-    assert store._scale.read_url.host == "127.0.0.1"
+    assert store.driver._scale.partitions == 4
+    assert store.driver._scale.read_url is not None
+    assert store.driver._scale.read_url.host == "127.0.0.1"
 
 
 async def test_strong_reads_see_other_instances_writes_session_reads_their_own(

@@ -25,8 +25,8 @@ async def test_key_columns_escape_on_the_way_in_and_out(store: SqlStore) -> None
     chat = await store.create_chat("u", "t", name=ODD)
     await store.create_chat("u", "t2", name="a")
     stmt = sa.select(chats.c.name, chats.c.chat_id).where(chats.c.name == sa.bindparam("user_id"))
-    async with store.db.runner() as run:
-        if store.db.dialect == "postgresql":
+    async with store.driver.db.runner() as run:
+        if store.driver.db.dialect == "postgresql":
             assert isinstance(run, PgRunner)
         rows = await run.all(stmt, {"user_id": ODD})
         first = await run.first(stmt, {"user_id": ODD})
@@ -61,9 +61,9 @@ async def test_a_cancelled_statement_leaves_no_broken_connection(pg_schema) -> N
     async with SqlStore(url, schema=schema, pool_size=1) as store:
         chat = await store.create_chat("u", "t")
         with pytest.raises(BackendUnavailable):
-            async with store.db.runner() as run:
+            async with store.driver.db.runner() as run:
                 await asyncio.wait_for(run.scalar(sa.select(sa.func.pg_sleep(5))), 0.1)
-        assert store.db._held == []  # discarded, not kept for the next operation
+        assert store.driver.db._held == []  # discarded, not kept for the next operation
         for _ in range(3):
             assert (await store.get_chat(chat.chat_id)).chat_id == chat.chat_id
         task = asyncio.create_task(store.list_messages(chat.chat_id))
@@ -78,12 +78,12 @@ async def test_asyncpg_errors_map_to_the_tree(pg_schema) -> None:
     url, schema = pg_schema
     async with SqlStore(url, schema=schema) as store:
         with pytest.raises(InvalidArgument, match="cannot store a value"):
-            async with store.db.runner() as run:
+            async with store.driver.db.runner() as run:
                 await run.scalar(sa.text("SELECT CAST(:x AS integer)"), {"x": "abc"})
         with pytest.raises(InvalidArgument, match="cannot store a value"):
-            async with store.db.read() as conn:  # the SQLAlchemy path agrees
+            async with store.driver.db.read() as conn:  # the SQLAlchemy path agrees
                 await conn.execute(sa.text("SELECT CAST(:x AS integer)"), {"x": "abc"})
         with pytest.raises(BackendUnavailable):
-            async with store.db.runner() as run:
+            async with store.driver.db.runner() as run:
                 await run.scalar(sa.text("SELECT * FROM no_such_table"))
         assert await store.list_chats() is not None

@@ -42,7 +42,7 @@ state machine compared with a plain-Python model) runs against your driver::
 on the same storage every call within a test (tests reopen it, or open a second instance
 with another ``cursor_secret``) and on fresh storage for each test. The back door reads what
 is stored without the store's own read path. Capabilities come from
-``type(store).capabilities``; tests needing an undeclared one skip, naming it.
+``store.capabilities``; tests needing an undeclared one skip, naming it.
 
 Run with ``HYPOTHESIS_PROFILE=ci`` (bounded, derandomized) in CI and ``nightly`` for ten
 times the examples; ``--threadkeep-require-services`` (or ``THREADKEEP_REQUIRE_SERVICES=1``)

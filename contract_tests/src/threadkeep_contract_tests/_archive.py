@@ -22,10 +22,10 @@ archive_capability = pytest.mark.threadkeep_capability("archive")
 
 
 async def scan_all_messages(store: Store, chat_id: UUID, batch: int = 7) -> list[Message]:
-    """Return every hot message of a chat, hidden ones included, via ``_scan_messages``."""
+    """Return every hot message of a chat, hidden ones included, via ``scan_messages``."""
     found: list[Message] = []
     after = 0
-    while scanned := await store._scan_messages(chat_id, after, batch):
+    while scanned := await store.primitives.scan_messages(chat_id, after, batch):
         found.extend(scanned)
         after = scanned[-1].seq or after
     return found
@@ -36,7 +36,7 @@ def _fingerprint(message: Message) -> tuple[object, ...]:
 
 
 class ArchiveTests(ContractBase):
-    """``_scan_messages`` / ``_delete_hot_messages`` / ``_restore_messages`` round trip."""
+    """``scan_messages`` / ``delete_hot_messages`` / ``restore_messages`` round trip."""
 
     contract_area: ClassVar[str] = "Archive primitives"
 
@@ -63,11 +63,11 @@ class ArchiveTests(ContractBase):
             "scan lost or reordered rows"
         )
         assert sum(m.deleted_at is not None for m in scanned) == 2, "scan must include hidden rows"
-        assert await store._delete_hot_messages(chat.chat_id) == 23
+        assert await store.primitives.delete_hot_messages(chat.chat_id) == 23
         assert await self.raw_messages(store, chat.chat_id) == []
         assert (await store.list_messages(chat.chat_id)).items == []
-        assert await store._restore_messages(chat.chat_id, scanned) == 23
-        assert await store._restore_messages(chat.chat_id, scanned) == 0, (
+        assert await store.primitives.restore_messages(chat.chat_id, scanned) == 23
+        assert await store.primitives.restore_messages(chat.chat_id, scanned) == 0, (
             "restore must be idempotent"
         )
         after = await walk_messages(store, chat.chat_id, limit=6)
@@ -102,12 +102,12 @@ class ArchiveTests(ContractBase):
             for i in range(5)
         ]
         await store.save_steps(steps)
-        scanned = await store._scan_steps(chat.chat_id, 0, 100)
+        scanned = await store.primitives.scan_steps(chat.chat_id, 0, 100)
         assert [s.step_id for s in scanned] == [s.step_id for s in steps]
-        assert await store._delete_hot_steps(chat.chat_id) == 5
+        assert await store.primitives.delete_hot_steps(chat.chat_id) == 5
         assert await store.get_steps(chat.chat_id, "r") == []
-        assert await store._restore_steps(chat.chat_id, scanned) == 5
-        assert await store._restore_steps(chat.chat_id, scanned) == 0
+        assert await store.primitives.restore_steps(chat.chat_id, scanned) == 5
+        assert await store.primitives.restore_steps(chat.chat_id, scanned) == 0
         assert await store.get_steps(chat.chat_id, "r") == scanned
         (extra,) = await store.save_steps(
             [Step(chat_id=chat.chat_id, run_id="r", stack_id="s", type="llm")]
@@ -147,6 +147,8 @@ class ArchiveTests(ContractBase):
         assert [m.message_id for m in scanned] == [m.message_id for m in stored]
         assert sum(m.deleted_at is not None for m in scanned) == 1, "hidden rows included"
         if capabilities.steps:
-            scanned_steps = await store._scan_steps(chat.chat_id, 0, 2)
-            scanned_steps += await store._scan_steps(chat.chat_id, scanned_steps[-1].seq or 0, 2)
+            scanned_steps = await store.primitives.scan_steps(chat.chat_id, 0, 2)
+            scanned_steps += await store.primitives.scan_steps(
+                chat.chat_id, scanned_steps[-1].seq or 0, 2
+            )
             assert [s.step_id for s in scanned_steps] == [s.step_id for s in steps]

@@ -218,7 +218,7 @@ class BoundaryTests(ContractBase):
 
         Its ``upto_seq`` is now below the cut of a later compaction, so checked as a new
         boundary it would be refused. Core finds hidden messages only through the driver's
-        ``_scan_messages`` (an ``archive`` primitive); without it such a retry is checked
+        ``scan_messages`` (an ``archive`` primitive); without it such a retry is checked
         like a new boundary, hence the capability.
         """
         chat = await store.create_chat("u-bound", "t-hidden-compaction")

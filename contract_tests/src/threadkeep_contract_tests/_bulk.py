@@ -22,6 +22,7 @@ from threadkeep import (
     Store,
     ToolCall,
 )
+from threadkeep.driver import fingerprint, message_body
 
 from ._base import ContractBase
 
@@ -242,8 +243,8 @@ class BulkLoadTests(ContractBase):
         chat = await store.create_chat("u-bulk", "t-prepared-bad")
         messages: list[Any] = [store.prepare(m) for m in _history(12)]
         big = Message(role="user", agui_id="big", content="x" * (store.max_message_bytes + 1))
-        body = store.message_body(big)
-        messages[6] = PreparedMessage(message=big, body=body, fingerprint=store.fingerprint(big))
+        body = message_body(big)
+        messages[6] = PreparedMessage(message=big, body=body, fingerprint=fingerprint(big))
         with pytest.raises(PayloadTooLarge):
             await store.load_messages(chat.chat_id, messages, batch_size=4)
         rows = await self.raw_messages(store, chat.chat_id)

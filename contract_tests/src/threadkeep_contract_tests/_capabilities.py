@@ -34,10 +34,11 @@ class CapabilityTests(ContractBase):
 
     @pytest.mark.asyncio
     async def test_capabilities_are_declared(self, store: Store) -> None:
-        """The driver class declares ``capabilities`` (a ``Capabilities``) and URL schemes."""
-        declared = type(store).capabilities
+        """The driver declares ``capabilities`` (a ``Capabilities``) and URL schemes."""
+        declared = store.capabilities
         assert isinstance(declared, Capabilities)
-        assert type(store).schemes, "a driver declares the URL schemes it serves"
+        assert isinstance(getattr(store.driver, "capabilities", declared), Capabilities)
+        assert store.schemes, "a driver declares the URL schemes it serves"
         assert all(isinstance(v, bool) for k, v in declared.model_dump().items() if k != "notes")
 
     @pytest.mark.asyncio
@@ -65,13 +66,13 @@ class CapabilityTests(ContractBase):
         chat = await store.create_chat("u-cap", "t-archive")
         stored = await store.append_message(chat.chat_id, Message(role="user", content="x"))
         if capabilities.archive:
-            scanned = await store._scan_messages(chat.chat_id, 0, 10)
+            scanned = await store.primitives.scan_messages(chat.chat_id, 0, 10)
             assert [m.message_id for m in scanned] == [stored.message_id]
             return
         with pytest.raises(CapabilityNotSupported):
-            await store._scan_messages(chat.chat_id, 0, 10)
+            await store.primitives.scan_messages(chat.chat_id, 0, 10)
         with pytest.raises(CapabilityNotSupported):
-            await store._restore_messages(chat.chat_id, [stored])
+            await store.primitives.restore_messages(chat.chat_id, [stored])
 
     @pytest.mark.asyncio
     async def test_persistent_capability_holds(

@@ -74,7 +74,7 @@ class StoreContract(
     xfails, so fixing the driver makes the run fail until the entry is removed.
 
     Fixtures it adds: ``store`` (opened, closed after the test) and ``capabilities``
-    (``type(store).capabilities``). Tests needing a capability skip with
+    (``store.capabilities``). Tests needing a capability skip with
     "driver does not declare capability '<name>'".
     """
 

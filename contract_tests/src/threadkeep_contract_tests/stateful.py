@@ -56,7 +56,7 @@ class StoreStateMachine(WriteRules, ReadRules, RuleBasedStateMachine):
         factory: ``(**options) -> Store``, unopened, on the test's storage.
         back_door: An object with ``raw_chats(store)`` and ``raw_messages(store, chat_id)``
             (a ``StoreContract`` subclass instance).
-        capabilities: The driver's declaration; default ``type(store).capabilities``. With
+        capabilities: The driver's declaration; default ``store.capabilities``. With
             ``strong_uuid_lookup=False`` a lookup may say "not found" but never return another
             record; with ``persistent=False`` the ``reopen`` rule does not run.
     """
@@ -73,7 +73,7 @@ class StoreStateMachine(WriteRules, ReadRules, RuleBasedStateMachine):
         except BaseException:
             self._runner.close()
             raise
-        self.capabilities = capabilities or type(self.store).capabilities
+        self.capabilities = capabilities or self.store.capabilities
         self.model = StoreModel()
         self.namespace = uuid4().hex[:10]
         self.touched: set[UUID] = set()

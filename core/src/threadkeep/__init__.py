@@ -33,7 +33,7 @@ from ._dedup import (
     participant_id,
     session_deduplication_key,
 )
-from ._driver import DriverPrimitives, NestedKind
+from ._driver import NestedKind
 from ._errors import (
     ArchiveError,
     ArchiveIntegrityError,
@@ -74,6 +74,7 @@ from ._models import (
     Share,
     ToolCall,
 )
+from ._open import open_store
 from ._paging import (
     DEFAULT_PAGE_LIMIT,
     MAX_PAGE_LIMIT,
@@ -84,7 +85,7 @@ from ._paging import (
 )
 from ._plugins import hookimpl, register_observer, unregister_observer
 from ._previews import ChatPreview, MessagePreview
-from ._registry import installed_schemes, open_store
+from ._registry import installed_schemes
 from ._runs import Run, RunStatus, Step, StepStatus, StepType
 from ._schema_migrations import SchemaMigrations, SchemaRevision
 from ._settings import DEFAULT_URL, Settings, load_settings
@@ -124,7 +125,6 @@ __all__ = [
     "CorruptRow",
     "CursorCodec",
     "CustomPart",
-    "DriverPrimitives",
     "ErasureReceipt",
     "ErrorPart",
     "FileArchive",

@@ -20,7 +20,7 @@ from ._encode import fingerprint_of
 from ._errors import IdempotencyConflict
 from ._models import Message
 
-__all__ = ["fingerprint", "idempotency_conflict", "resolve_batch"]
+__all__ = ["fingerprint", "idempotency_conflict", "resolve_batch", "same_payload"]
 
 S = TypeVar("S")
 
@@ -44,6 +44,32 @@ def fingerprint(message: Message) -> str:
             value with no JSON form (``Store.prepare`` refuses such a message first).
     """
     return fingerprint_of(message)
+
+
+def same_payload(stored: Message, item: PreparedMessage) -> bool:
+    """Whether a retry equals the stored message (SPEC section 3, idempotency).
+
+    The stored copy is read back as the store's ``message_model``; a retry written as
+    another ``Message`` class differs from it only by that model's defaults, so it is
+    compared after validating it as the stored class.
+
+    Args:
+        stored: The message stored under the retry's ``agui_id``.
+        item: The retry, prepared.
+
+    Returns:
+        ``True`` when the fingerprints match (after that validation).
+    """
+    stored_fingerprint = fingerprint(stored)
+    if stored_fingerprint == item.fingerprint:
+        return True
+    if type(stored) is type(item.message):
+        return False
+    try:
+        as_stored = type(stored).model_validate(item.message.model_dump(serialize_as_any=True))
+    except ValueError:
+        return False
+    return fingerprint(as_stored) == stored_fingerprint
 
 
 def idempotency_conflict(chat_id: UUID, agui_id: str | None) -> IdempotencyConflict:

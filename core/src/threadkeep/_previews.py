@@ -3,7 +3,7 @@
 A chat list screen shows the newest chats with a line of each one's last message. Through
 ``list_chats`` then ``get_last_messages`` that is two round trips and a full message model
 per chat; :meth:`PreviewOps.list_chat_previews` asks the driver once
-(``DriverPrimitives._page_chats_with_last``: a ``LATERAL`` join on PostgreSQL, a correlated
+(``PreviewsDriver.page_chats_with_last``: a ``LATERAL`` join on PostgreSQL, a correlated
 ``max(seq)`` on SQLite, the two primitives one after the other elsewhere) and returns each
 preview cut to the length the caller chooses.
 """
@@ -22,7 +22,7 @@ from ._errors import InvalidArgument
 from ._models import Chat, Message, MessageKind, MessageStatus, Role
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page
 from ._store_chats import page_of
-from ._store_core import StoreCore
+from ._store_core import Component
 
 __all__ = [
     "DEFAULT_PREVIEW_CHARS",
@@ -127,7 +127,7 @@ def _pair_seq(pair: tuple[Chat, Message | None]) -> int | None:
     return pair[0].seq
 
 
-class PreviewOps(StoreCore):
+class PreviewOps(Component):
     """``list_chat_previews``: chats with their previews in one driver call."""
 
     async def list_chat_previews(
@@ -138,47 +138,18 @@ class PreviewOps(StoreCore):
         cursor: str | None = None,
         preview_chars: int = DEFAULT_PREVIEW_CHARS,
     ) -> Page[ChatPreview]:
-        """Return one page of chats, newest created first, each with its newest message.
-
-        The page of ``list_chats(chat_filter, limit=limit, cursor=cursor)`` (same chats, same
-        order, same ``has_more``; its cursors are interchangeable with this method's), each
-        chat paired with what ``get_last_messages`` would give it, cut to a preview, in one
-        call to the driver (one query on SQL).
-
-        Args:
-            chat_filter: Which chats (a :class:`ChatFilter` or a mapping of its fields;
-                default: every live chat), for example ``{"user_id": "u-1"}``.
-            limit: Chats per page (count); default 50, capped at 200.
-            cursor: ``next_cursor`` of the previous page (of this method or of
-                ``list_chats``), issued for the same filter.
-            preview_chars: At most this many code points of each preview's text (an
-                integer >= 0; default 200). ``0`` returns no text, only the other fields.
-
-        Returns:
-            ``Page[ChatPreview]``: ``items`` run oldest to newest within the page (as
-            ``list_chats``), ``next_cursor`` walks to older chats. On a
-            ``corrupt_records="skip"`` store, ``corrupt`` lists damaged chat rows left out;
-            a chat whose newest message is damaged is kept (see ``ChatPreview``).
-
-        Raises:
-            InvalidArgument: If ``limit`` or ``preview_chars`` is not an integer in range,
-                or the filter does not validate.
-            InvalidCursor: If the cursor is foreign, altered or for another filter.
-            CorruptRecord: If a chat row, or a chat's newest message, is damaged (unless
-                the store reads past damaged rows).
-            BackendUnavailable: If the backend fails.
-        """
-        chat_filter, size, scope, before = self._chat_page_start(chat_filter, limit, cursor)
+        """Implement :meth:`threadkeep.Store.list_chat_previews`."""
+        chat_filter, size, scope, before = self._ctx.chat_page_start(chat_filter, limit, cursor)
         chars = _check_chars(preview_chars)
-        with collecting(self.corrupt_records) as skipped:
-            rows = await self._page_chats_with_last(chat_filter, before, size + 1)
+        with collecting(self._ctx.corrupt_records) as skipped:
+            rows = await self._driver.page_chats_with_last(chat_filter, before, size + 1)
         # A damaged newest message only loses its preview; damaged chats are page rows.
         chat_skips = [error for error in skipped if error.kind == "chat"]
         pairs, corrupt, has_more, last = window(rows, chat_skips, size, _pair_seq)
         next_cursor = None
         if has_more:
             assert last is not None
-            next_cursor = self._encode_cursor(scope, last)
+            next_cursor = self._ctx.encode_cursor(scope, last)
         items = [
             _built(
                 ChatPreview,

@@ -11,26 +11,21 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from ._cursor import CursorCodec
 from ._errors import InvalidArgument, UnknownDriver
 from ._plugins import plugin_manager
-from ._settings import load_settings, setting_source
-from ._store_args import as_key
-
-if TYPE_CHECKING:
-    from ._store import Store
 
 __all__ = [
     "ARCHIVE_SCHEMES",
     "KNOWN_SCHEMES",
     "archive_class_for",
+    "check_cursor_secret",
     "driver_class_for",
     "installed_archive_schemes",
     "installed_schemes",
     "mask_url",
-    "open_store",
     "url_scheme",
 ]
 
@@ -159,8 +154,8 @@ def mask_url(url: str) -> str:
     return f"{scheme}://{user}:***@{host}{slash}{tail}"
 
 
-def driver_class_for(url: str) -> type[Store]:
-    """Return the store class serving ``url``'s scheme.
+def driver_class_for(url: str) -> type[Any]:
+    """Return the driver class serving ``url``'s scheme.
 
     Raises:
         InvalidArgument: If ``url`` is not a URL.
@@ -212,41 +207,7 @@ def archive_class_for(url: str) -> type[Any]:
     return classes[scheme]
 
 
-def open_store(url: str | None = None, **options: Any) -> Store:
-    """Return an unopened store for ``url`` (use it with ``async with``).
-
-    Args:
-        url: The store URL; default ``THREADKEEP_URL``, then the settings file, then the
-            embedded SQLite file ``./threadkeep.db``.
-        **options: Driver options (``cursor_secret``, ``clock``, ``max_message_bytes``,
-            ``message_model``, ``auto_migrate`` and driver-specific ones). ``cursor_secret``
-            and ``auto_migrate`` default to their settings (``THREADKEEP_CURSOR_SECRET``,
-            ``THREADKEEP_AUTO_MIGRATE``).
-
-    Raises:
-        UnknownDriver: If no installed driver serves the URL's scheme.
-        InvalidArgument: If the URL or an option is invalid, or the URL (given or
-            configured) is not a ``str``, is empty, has surrounding whitespace or holds a
-            control character (a URL read from a file with its newline must not open a
-            different store than the one meant).
-    """
-    if url is not None and url != "":  # "" is "not a URL", below
-        as_key(url, "url")
-    settings = load_settings(url=url)
-    if url is None and settings.url:
-        try:
-            as_key(settings.url, "url")
-        except InvalidArgument as exc:
-            raise InvalidArgument(f"{exc} (from {setting_source('url')})") from None
-    if options.get("cursor_secret") is None and settings.cursor_secret:
-        _check_cursor_secret(settings.cursor_secret, setting_source("cursor_secret"))
-        options["cursor_secret"] = settings.cursor_secret
-    if "auto_migrate" not in options and not settings.auto_migrate:
-        options["auto_migrate"] = False
-    return driver_class_for(settings.url).from_url(settings.url, **options)
-
-
-def _check_cursor_secret(secret: str, source: str) -> None:
+def check_cursor_secret(secret: str, source: str) -> None:
     """Refuse a configured cursor secret that is too short, naming where it was set.
 
     Raises:

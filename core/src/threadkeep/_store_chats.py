@@ -15,7 +15,7 @@ from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgu
 from ._models import Chat, ChatStatus, Message, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
 from ._store_args import CHAT_KEYS, as_aware, as_id, as_key, as_model, check_chat_keys
-from ._store_core import StoreCore
+from ._store_core import Component
 
 __all__ = ["ChatOps", "ErasureReceipt", "chat_visible_to", "page_of"]
 
@@ -100,7 +100,7 @@ def chat_visible_to(chat: Chat, viewer: Viewer) -> bool:
     )
 
 
-class ChatOps(StoreCore):
+class ChatOps(Component):
     """Chat operations (SPEC section 3, "Ordering and identity", "Deletion and tenancy")."""
 
     async def create_chat(
@@ -116,41 +116,11 @@ class ChatOps(StoreCore):
         share: Share = Share.PRIVATE,
         metadata: dict[str, Any] | None = None,
     ) -> Chat:
-        """Return the live chat of ``(tenant_id, user_id, thread_id)``, creating it if none.
-
-        Idempotent under concurrency: N parallel calls for one key return one chat and never
-        raise for the race (SPEC section 3). When the chat exists, the other arguments are
-        ignored and the stored chat is returned unchanged. After the chat is deleted, the
-        same key creates a new chat. The tenant is part of the key: a caller naming tenant
-        B never gets tenant A's chat (nor a chat without a tenant), but B's own.
-
-        Args:
-            user_id: The owner (non-empty).
-            thread_id: The caller's thread key (non-empty), for example the AG-UI thread id.
-            agent_id: The agent the chat talks to.
-            channel: Where the chat happens (``"widget"``, ``"telegram"``, ``"api"``...).
-            tenant_id: The tenant, part of the chat's identity (``None`` is a tenant of its
-                own); filters never return another tenant's chats.
-            team_id: The owner's team (used when ``share`` is ``team``).
-            name: A display name.
-            share: ``private`` (owner only) or ``team`` (a :class:`Share` or its value).
-            metadata: JSON-compatible application data (a dict; no NaN or infinity).
-
-        Returns:
-            The stored chat, with ``chat_id``, ``seq`` and timestamps set.
-
-        Raises:
-            InvalidArgument: If an argument does not validate (for example an empty id), or
-                an id is not a ``str``, has surrounding whitespace or holds a control
-                character (``as_key``), or the name is not a ``str``.
-            InvalidContent: If a string holds a lone surrogate, or metadata holds NaN or
-                infinity.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
-        now = self._now()
+        """Implement :meth:`threadkeep.Store.create_chat`."""
+        self._ctx.require_open()
+        now = self._ctx.now()
         chat = validate_model(
-            self.chat_model,
+            self._ctx.records.chat_model,
             {
                 "user_id": as_key(user_id, "user_id"),
                 "thread_id": as_key(thread_id, "thread_id"),
@@ -167,8 +137,8 @@ class ChatOps(StoreCore):
                 "updated_at": now,
             },
         )
-        self.record_body(chat)
-        return await self._insert_chat(chat)
+        self._ctx.records.record_body(chat)
+        return await self._driver.insert_chat(chat)
 
     async def get_chat(
         self,
@@ -177,32 +147,13 @@ class ChatOps(StoreCore):
         viewer: Viewer | Mapping[str, Any] | None = None,
         include_deleted: bool = False,
     ) -> Chat:
-        """Return a live chat (active or archived).
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            viewer: When given (a :class:`Viewer` or a mapping of its fields), the chat
-                must be visible to this viewer (:func:`chat_visible_to`).
-            include_deleted: ``True`` (an operator's read): a soft-deleted chat is
-                returned too, with its ``deleted_at`` set, as ``restore_chat`` can bring
-                it back; a purged chat is still not found.
-
-        Returns:
-            The chat as stored (an archived chat is not rehydrated).
-
-        Raises:
-            ChatNotFound: If the chat does not exist, is deleted (unless
-                ``include_deleted``), or is not visible to ``viewer``.
-            InvalidArgument: If ``chat_id`` is not an id, ``viewer`` does not validate or
-                ``include_deleted`` is not a ``bool``.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.get_chat`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         seen_by = None if viewer is None else as_model(Viewer, viewer, "viewer")
         if not isinstance(include_deleted, bool):
             raise InvalidArgument(f"include_deleted must be a bool, not {include_deleted!r}")
-        chat = await self._get_chat(chat_id)
+        chat = await self._driver.get_chat(chat_id)
         if chat is None or (chat.deleted_at is not None and not include_deleted):
             raise ChatNotFound(f"no live chat {chat_id}")
         if seen_by is not None and not chat_visible_to(chat, seen_by):
@@ -212,51 +163,17 @@ class ChatOps(StoreCore):
     async def find_chat(
         self, user_id: str, thread_id: str, *, tenant_id: str | None = None
     ) -> Chat | None:
-        """Return the live chat of ``(tenant_id, user_id, thread_id)``, or ``None``.
-
-        Args:
-            user_id: The owner (non-empty).
-            thread_id: The caller's thread key (non-empty).
-            tenant_id: The tenant (part of the chat's identity). ``None`` finds only a chat
-                without a tenant: a tenant's chat is never found without naming it.
-
-        Returns:
-            The live chat (active or archived), or ``None`` if there is none (deleted chats
-            are not found).
-
-        Raises:
-            InvalidArgument: If ``user_id``, ``thread_id`` or ``tenant_id`` is not a clean,
-                non-empty ``str`` (``as_key``).
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.find_chat`."""
+        self._ctx.require_open()
         user_id, thread_id = as_key(user_id, "user_id"), as_key(thread_id, "thread_id")
         if tenant_id is None:
-            return await self._find_live_chat(user_id, thread_id)
-        return await self._find_live_chat(
+            return await self._driver.find_live_chat(user_id, thread_id)
+        return await self._driver.find_live_chat(
             user_id, thread_id, tenant_id=as_key(tenant_id, "tenant_id")
         )
 
     async def update_chat(self, chat_id: UUID | str, /, **changes: Any) -> Chat:
-        """Change a live chat's descriptive fields.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            **changes: Any of ``name``, ``agent_id``, ``channel``, ``team_id``, ``share``,
-                ``metadata`` (replaced whole). ``tenant_id`` is part of the chat's identity
-                (like ``user_id`` and ``thread_id``) and does not change.
-
-        Returns:
-            The updated chat (``revision`` and ``updated_at`` advanced).
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If ``chat_id`` is not an id, a field is not changeable or a
-                value does not validate.
-            InvalidContent: If a string holds a lone surrogate, or metadata NaN/infinity.
-            Conflict: If the chat kept changing under concurrent writers.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.update_chat`."""
         chat_id = as_id(chat_id, "chat_id")
         unknown = set(changes) - _MUTABLE_CHAT_FIELDS
         if unknown:
@@ -266,65 +183,19 @@ class ChatOps(StoreCore):
         return await self._rewrite_chat(chat_id, changes, live=True)
 
     async def rename_chat(self, chat_id: UUID | str, name: str | None) -> Chat:
-        """Set a live chat's display name (``update_chat(chat_id, name=name)``).
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            name: The new name, or ``None`` to clear it.
-
-        Returns:
-            The updated chat.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If ``chat_id`` is not an id or ``name`` is not text.
-            InvalidContent: If the name holds a lone surrogate.
-            Conflict: If the chat kept changing under concurrent writers.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.rename_chat`."""
         return await self.update_chat(chat_id, name=name)
 
     async def delete_chat(self, chat_id: UUID | str) -> Chat:
-        """Soft-delete a chat: every read path hides it and its messages from now on.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-
-        Returns:
-            The deleted chat (``deleted_at`` set). ``restore_chat`` brings it back; ``purge``
-            removes it for good.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is already deleted.
-            InvalidArgument: If ``chat_id`` is not an id.
-            Conflict: If the chat kept changing under concurrent writers.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.delete_chat`."""
         chat_id = as_id(chat_id, "chat_id")
-        return await self._rewrite_chat(chat_id, {"deleted_at": self._now()}, live=True)
+        return await self._rewrite_chat(chat_id, {"deleted_at": self._ctx.now()}, live=True)
 
     async def restore_chat(self, chat_id: UUID | str) -> Chat:
-        """Bring back a soft-deleted chat, and rehydrate it if it is archived.
-
-        A live, active chat is returned unchanged.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-
-        Returns:
-            The live, active chat.
-
-        Raises:
-            ChatNotFound: If the chat does not exist (or was purged).
-            Conflict: If another live chat now holds its ``(tenant_id, user_id, thread_id)``.
-            InvalidArgument: If ``chat_id`` is not an id.
-            ArchiveError / ArchiveIntegrityError / UnknownDriver: If its bundle cannot be
-                read back (see ``docs/archive.md``).
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.restore_chat`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
-        chat = await self._get_chat(chat_id)
+        chat = await self._driver.get_chat(chat_id)
         if chat is None:
             raise ChatNotFound(f"no chat {chat_id}")
         if chat.deleted_at is not None:
@@ -334,15 +205,15 @@ class ChatOps(StoreCore):
         return chat
 
     async def _rewrite_chat(self, chat_id: UUID, changes: dict[str, Any], *, live: bool) -> Chat:
-        self._require_open()
+        self._ctx.require_open()
         for _ in range(_CAS_ATTEMPTS):
-            chat = await self._get_chat(chat_id)
+            chat = await self._driver.get_chat(chat_id)
             if chat is None or (live and chat.deleted_at is not None):
                 raise ChatNotFound(f"no live chat {chat_id}")
-            data = {**chat.model_dump(), **changes, "updated_at": self._now()}
-            updated = validate_model(self.chat_model, data)
-            self.record_body(updated)
-            stored = await self._update_chat(updated, chat.revision)
+            data = {**chat.model_dump(), **changes, "updated_at": self._ctx.now()}
+            updated = validate_model(self._ctx.records.chat_model, data)
+            self._ctx.records.record_body(updated)
+            stored = await self._driver.update_chat(updated, chat.revision)
             if stored is not None:
                 return stored
         raise Conflict(f"chat {chat_id} kept changing; try again")
@@ -354,98 +225,51 @@ class ChatOps(StoreCore):
         limit: int = DEFAULT_PAGE_LIMIT,
         cursor: str | None = None,
     ) -> Page[Chat]:
-        """Return one page of chats, newest created first (keyset on the store's chat seq).
-
-        Args:
-            chat_filter: Which chats (a :class:`ChatFilter` or a mapping of its fields;
-                default: every live chat). Never crosses ``tenant_id`` when one is given.
-            limit: Chats per page (count); default 50, capped at 200.
-            cursor: ``next_cursor`` of the previous page, issued for the same filter.
-
-        Returns:
-            ``Page[Chat]``: ``items`` run oldest to newest within the page, ``next_cursor``
-            walks to older chats, ``has_more`` says whether there are any.
-
-        Raises:
-            InvalidArgument: If ``limit`` is not an integer of at least 1, or the filter
-                does not validate (for example a naive datetime).
-            InvalidCursor: If the cursor is foreign, altered or for another filter.
-            BackendUnavailable: If the backend fails.
-        """
-        chat_filter, size, scope, before = self._chat_page_start(chat_filter, limit, cursor)
-        with collecting(self.corrupt_records) as skipped:
-            rows = await self._page_chats(chat_filter, before, size + 1)
+        """Implement :meth:`threadkeep.Store.list_chats`."""
+        chat_filter, size, scope, before = self._ctx.chat_page_start(chat_filter, limit, cursor)
+        with collecting(self._ctx.corrupt_records) as skipped:
+            rows = await self._driver.page_chats(chat_filter, before, size + 1)
         page, corrupt, has_more, last = window(rows, skipped, size, _seq)
         next_cursor = None
         if has_more:
             assert last is not None
-            next_cursor = self._encode_cursor(scope, last)
+            next_cursor = self._ctx.encode_cursor(scope, last)
         return page_of(Chat, page[::-1], next_cursor, has_more, corrupt)
 
     async def purge(self, deleted_before: datetime) -> int:
-        """Remove for good every chat soft-deleted before ``deleted_before``.
-
-        A purged chat's archived bundle (named by its ``archive_ref``) is deleted first.
-
-        Args:
-            deleted_before: The cutoff, a timezone-aware ``datetime``: chats whose
-                ``deleted_at`` is earlier go (the retention period is the caller's choice,
-                for example ``datetime.now(UTC) - timedelta(days=30)``).
-
-        Returns:
-            How many chats were removed (their messages, steps, runs and bundles go with
-            them).
-
-        Raises:
-            InvalidArgument: If ``deleted_before`` is not an aware ``datetime``.
-            BackendUnavailable / ArchiveError: If a bundle cannot be deleted; that chat
-                and the ones after it stay, so run ``purge`` again.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.purge`."""
+        self._ctx.require_open()
         cutoff = as_aware(deleted_before, "deleted_before")
         removed = 0
         chat_filter = ChatFilter(deleted="only", deleted_before=cutoff)
-        while batch := await self._page_chats(chat_filter, None, 100):
+        while batch := await self._driver.page_chats(chat_filter, None, 100):
             for chat in batch:
                 await self._erase_bundle(chat)
-                counts = await self._purge_chat(chat.chat_id)
+                counts = await self._driver.purge_chat(chat.chat_id)
                 removed += counts.get("chats", 0)
         return removed
 
     async def erase_user(self, user_id: str) -> ErasureReceipt:
-        """Remove every chat of a person (live, deleted and archived) and all it holds.
-
-        Each chat's bundle goes first, then its hot records (SPEC section 3, "Deletion and
-        tenancy"), so a failure leaves something a retry finds.
-
-        Args:
-            user_id: The person (non-empty), as chats' ``user_id``.
-
-        Returns:
-            An :class:`ErasureReceipt` whose ``stores`` always holds ``"hot"`` and
-            ``"archive"`` counts (zeros for an unknown person), each record counted once.
-
-        Raises:
-            InvalidArgument: If ``user_id`` is not a non-empty ``str``.
-            BackendUnavailable / ArchiveError / UnknownDriver: If a bundle or the backend
-                cannot be reached; what was erased stays erased, so run it again.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.erase_user`."""
+        self._ctx.require_open()
         user_id = as_key(user_id, "user_id")
         receipt = ErasureReceipt(user_id=user_id)
         receipt.add("hot", self._zero_hot_counts())
         receipt.add("archive", {"bundles": 0, "messages": 0, "steps": 0})
         chat_filter = ChatFilter(user_id=user_id, deleted="include")
-        while batch := await self._page_chats(chat_filter, None, 100):
+        while batch := await self._driver.page_chats(chat_filter, None, 100):
             for chat in batch:
                 await self._erase_chat(chat, receipt)
+        beyond = await self._driver.erase_user_records(user_id)
+        if any(beyond.values()):
+            receipt.add("hot", {kind: n for kind, n in beyond.items() if n})
         return receipt
 
     def _zero_hot_counts(self) -> dict[str, int]:
         kinds = ["chats", "messages"]
-        if self.capabilities.steps:
+        if self._ctx.capabilities.steps:
             kinds += ["steps", "runs"]
-        if self.capabilities.archive:
+        if self._ctx.capabilities.archive:
             kinds.append("archived_ids")
         return dict.fromkeys(kinds, 0)
 
@@ -459,7 +283,7 @@ class ChatOps(StoreCore):
         hot store removed (each record once).
         """
         bundle = await self._erase_bundle(chat)
-        hot = await self._purge_chat(chat.chat_id)
+        hot = await self._driver.purge_chat(chat.chat_id)
         only_archived = {
             kind: max(0, bundle.get(kind, 0) - hot.get(kind, 0)) for kind in ("messages", "steps")
         }
@@ -479,7 +303,7 @@ class ChatOps(StoreCore):
 
     async def _rehydrate_if_archived(self, chat_id: UUID) -> bool:
         """Rehydrate the chat if it is live and archived; return whether it was."""
-        chat = await self._get_chat(chat_id)
+        chat = await self._driver.get_chat(chat_id)
         if chat is None or chat.deleted_at is not None or chat.status is not ChatStatus.ARCHIVED:
             return False
         await self._rehydrate(chat)
@@ -489,10 +313,10 @@ class ChatOps(StoreCore):
         """Rehydrate the archived chat holding ``item_id``; return whether one was.
 
         ``item_id`` is a message, tool call or reasoning id, looked up in the driver's
-        archived-id index (``_index_archived_ids``).
+        archived-id index (``index_archived_ids``).
         """
         try:
-            chat_id = await self._archived_chat_of(item_id)
+            chat_id = await self._driver.archived_chat_of(item_id)
         except CapabilityNotSupported:
             return False
         return chat_id is not None and await self._rehydrate_if_archived(chat_id)
@@ -522,4 +346,4 @@ class ChatOps(StoreCore):
         """
         from ._store_tiering import rehydrate
 
-        return await rehydrate(self, chat)
+        return await rehydrate(self._ctx, chat)

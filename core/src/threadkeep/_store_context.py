@@ -15,7 +15,7 @@ from ._corrupt import collecting
 from ._errors import Conflict, InvalidArgument
 from ._models import Boundary, Message, MessageKind, Role
 from ._store_args import as_count, as_id, as_text
-from ._store_nested import NestedOps
+from ._store_core import Component
 
 __all__ = ["ContextOps", "boundary_cut", "trim_orphan_tool_results"]
 
@@ -41,33 +41,13 @@ def trim_orphan_tool_results(messages: list[Message]) -> list[Message]:
     return kept
 
 
-class ContextOps(NestedOps):
+class ContextOps(Component):
     """``start_over``, ``compact`` and ``context_messages``."""
 
     async def start_over(self, chat_id: UUID | str) -> Message | None:
-        """Draw a "start over" boundary at the end of the chat.
-
-        Idempotent: when the newest message is already a "start over" line (or the chat
-        is empty) nothing is added, and concurrent calls draw one line (the boundary's
-        ``agui_id`` is derived from the seq it follows). A compaction boundary as the
-        newest message does not count: its summary still reaches the model, so a line is
-        drawn after it and ``context_messages`` is then empty.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-
-        Returns:
-            The "start over" line in effect (new or existing), or ``None`` for an empty
-            chat.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If ``chat_id`` is not an id.
-            Conflict: If the chat changed state (archived meanwhile) during the append.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.start_over`."""
         chat_id = as_id(chat_id, "chat_id")
-        page = await self.list_messages(chat_id, limit=1)
+        page = await self._ctx.messages.list_messages(chat_id, limit=1)
         if not page.items:
             return None
         last = page.items[-1]
@@ -78,46 +58,19 @@ class ContextOps(NestedOps):
         )
 
     async def compact(self, chat_id: UUID | str, summary: str, upto_seq: int) -> Message:
-        """Append a compaction boundary whose ``content`` summarizes messages up to a seq.
-
-        After it, ``context_messages`` gives the summary first, then the messages with
-        ``seq > upto_seq``. The cut only moves forward: ``upto_seq`` may not be below the
-        current cut (the ``upto_seq`` of the compaction in effect, or the seq of the last
-        "start over" line). Idempotent per ``upto_seq``: the same call again returns the
-        stored boundary; another summary for the same ``upto_seq`` raises
-        ``IdempotencyConflict``.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            summary: The text that replaces the compacted messages for the model (not
-                empty or only whitespace).
-            upto_seq: The last seq the summary covers: at least 1, at least the current
-                cut, at most the chat's newest seq.
-
-        Returns:
-            The compaction boundary (new, or the equal one already stored).
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If ``chat_id`` is not an id, ``summary`` is empty, or
-                ``upto_seq`` is not an integer in the range above; nothing is written.
-            IdempotencyConflict: If a compaction up to ``upto_seq`` holds another summary.
-            InvalidContent / PayloadTooLarge: If the summary cannot be stored.
-            Conflict: If the chat changed state (archived meanwhile) during the append.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.compact`."""
         chat_id = as_id(chat_id, "chat_id")
         summary = as_text(summary, "summary")
         if not summary.strip():
             raise InvalidArgument("summary must not be only whitespace")
         upto_seq = as_count(upto_seq, "upto_seq", minimum=1)
-        page = await self.list_messages(chat_id, limit=1)
+        page = await self._ctx.messages.list_messages(chat_id, limit=1)
         newest = page.items[-1].seq if page.items else None
         if newest is None or upto_seq > newest:
             msg = f"upto_seq {upto_seq} is not a seq of chat {chat_id} (newest: {newest})"
             raise InvalidArgument(msg)
-        with collecting(self.corrupt_records):  # "skip": a damaged boundary is left out
-            last = await self._last_boundary(chat_id)
+        with collecting(self._ctx.corrupt_records):  # "skip": a damaged boundary is left out
+            last = await self._driver.last_boundary(chat_id)
         cut = 0 if last is None else boundary_cut(last)
         if upto_seq < cut:
             msg = (
@@ -146,14 +99,14 @@ class ContextOps(NestedOps):
             Conflict: If the chain is implausibly long (a driver returning hidden rows).
         """
         for _ in range(_MAX_REDRAWS):
-            boundary = self.message_model(
+            boundary = self._ctx.records.message_model(
                 role=Role.SYSTEM,
                 kind=MessageKind.BOUNDARY,
                 boundary=marker,
                 content=content,
                 agui_id=agui_id,
             )
-            line = await self.append_message(chat_id, boundary)
+            line = await self._ctx.messages.append_message(chat_id, boundary)
             if line.deleted_at is None:
                 return line
             agui_id = f"{agui_id}:{line.seq}"
@@ -162,37 +115,13 @@ class ContextOps(NestedOps):
     async def context_messages(
         self, chat_id: UUID | str, *, max_messages: int | None = None
     ) -> list[Message]:
-        """Return what the model gets: the messages after the current cut, oldest first.
-
-        The last boundary sets the cut. After a compaction the boundary (its ``content``
-        is the summary) comes first, followed by the messages after its ``upto_seq``;
-        earlier compaction markers it supersedes are left out and cut nothing, while a
-        "start over" line always cuts everything before it. Boundaries are otherwise left
-        out, and tool results whose call was cut off are dropped
-        (:func:`trim_orphan_tool_results`).
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            max_messages: Keep only the newest this many messages (a count; the summary,
-                if any, stays first).
-
-        Returns:
-            The window, oldest first.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If ``chat_id`` is not an id or ``max_messages`` is not an
-                integer of at least 1.
-            CorruptRecord: If a message of the window is damaged (left out instead on a
-                ``corrupt_records="skip"`` store).
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.context_messages`."""
         chat_id = as_id(chat_id, "chat_id")
         if max_messages is not None:
             max_messages = as_count(max_messages, "max_messages", minimum=1)
-        await self._require_hot_chat(chat_id)
-        with collecting(self.corrupt_records):  # "skip": a damaged boundary is left out
-            last = await self._last_boundary(chat_id)
+        await self._ctx.chats._require_hot_chat(chat_id)
+        with collecting(self._ctx.corrupt_records):  # "skip": a damaged boundary is left out
+            last = await self._driver.last_boundary(chat_id)
         head: list[Message] = []
         after = 0
         if last is not None:
@@ -208,8 +137,8 @@ class ContextOps(NestedOps):
         """Return the visible plain messages after ``after`` that no "start over" cuts."""
         collected: list[Message] = []
         while True:
-            with collecting(self.corrupt_records) as skipped:  # "skip": left out
-                batch = await self._messages_after(chat_id, after, _BATCH)
+            with collecting(self._ctx.corrupt_records) as skipped:  # "skip": left out
+                batch = await self._driver.messages_after(chat_id, after, _BATCH)
             if not batch and not skipped:
                 break
             for message in batch:

@@ -16,14 +16,14 @@ from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgu
 from ._models import Chat, ChatStatus, Message
 from ._runs import Run, Step
 from ._store_args import as_id
-from ._store_core import StoreCore
+from ._store_core import Component
 
 __all__ = ["CopyOps"]
 
 _MAX_BATCH = 1000
 
 
-class CopyOps(StoreCore):
+class CopyOps(Component):
     """Whole records in and out, for copying one store into another.
 
     ``scan_messages`` and ``scan_steps`` read; ``copy_chat``, ``copy_messages``,
@@ -31,79 +31,42 @@ class CopyOps(StoreCore):
     """
 
     def _require(self, capability: str) -> None:
-        if not getattr(self.capabilities, capability):
+        if not getattr(self._ctx.capabilities, capability):
             msg = f"{type(self).__name__} lacks the {capability!r} capability copying needs"
             raise CapabilityNotSupported(msg)
 
     async def scan_messages(
         self, chat_id: UUID | str, *, after_seq: int = 0, limit: int = 200
     ) -> list[Message]:
-        """Return a hot chat's messages with ``seq > after_seq``, oldest first, hidden included.
-
-        Unlike ``list_messages`` it returns soft-deleted messages too (with ``deleted_at``
-        set): a copy keeps them until ``purge``. An archived chat's messages are in its
-        bundle, not here.
-
-        Args:
-            chat_id: The chat (deleted chats included).
-            after_seq: Return messages after this seq (0: from the first).
-            limit: At most this many (1 to 1000).
-
-        Raises:
-            InvalidArgument: If ``chat_id`` is not an id or ``after_seq``/``limit`` are out of
-                range.
-            CapabilityNotSupported: If the driver lacks the ``archive`` capability.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.scan_messages`."""
+        self._ctx.require_open()
         self._require("archive")
-        return await self._scan_messages(as_id(chat_id, "chat_id"), _seq(after_seq), _batch(limit))
+        return await self._driver.scan_messages(
+            as_id(chat_id, "chat_id"), _seq(after_seq), _batch(limit)
+        )
 
     async def scan_steps(
         self, chat_id: UUID | str, *, after_seq: int = 0, limit: int = 200
     ) -> list[Step]:
-        """Return a chat's steps with ``seq > after_seq``, oldest first.
-
-        Raises:
-            InvalidArgument: As :meth:`scan_messages`.
-            CapabilityNotSupported: If the driver lacks the ``steps`` capability.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.scan_steps`."""
+        self._ctx.require_open()
         self._require("steps")
-        return await self._scan_steps(as_id(chat_id, "chat_id"), _seq(after_seq), _batch(limit))
+        return await self._driver.scan_steps(
+            as_id(chat_id, "chat_id"), _seq(after_seq), _batch(limit)
+        )
 
     async def copy_chat(self, chat: Chat) -> bool:
-        """Insert ``chat`` exactly as given, store-assigned fields included.
-
-        Its ``chat_id``, timestamps, status, archive reference and deletion are kept; the
-        store assigns only its store-wide ``seq``.
-
-        Idempotent: a chat whose ``chat_id`` is stored already is left as it is. To copy a
-        soft-deleted chat with its records, pass it with ``deleted_at=None``, copy its
-        records, then call :meth:`copy_deletion` (what ``threadkeep copy`` does).
-
-        Args:
-            chat: The chat as read from another store.
-
-        Returns:
-            ``True`` if it was inserted, ``False`` if it was there already.
-
-        Raises:
-            Conflict: If another live chat holds its ``(user_id, thread_id)``.
-            InvalidArgument: If ``chat`` is not a ``Chat``.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.copy_chat`."""
+        self._ctx.require_open()
         if not isinstance(chat, Chat):
             raise InvalidArgument(f"copy_chat takes a Chat, not {type(chat).__name__}")
-        if await self._get_chat(chat.chat_id) is not None:
+        if await self._driver.get_chat(chat.chat_id) is not None:
             return False
-        record = self.chat_model.model_validate(chat.model_dump())
-        self.record_body(record)
+        record = self._ctx.records.chat_model.model_validate(chat.model_dump())
+        self._ctx.records.record_body(record)
         # Inserted live (the primitive's contract), then deleted as it was: a deleted chat
         # must not hold its key.
-        stored = await self._insert_chat(record.model_copy(update={"deleted_at": None}))
+        stored = await self._driver.insert_chat(record.model_copy(update={"deleted_at": None}))
         if stored.chat_id != chat.chat_id:
             msg = (
                 f"chat {chat.chat_id}: the live chat {stored.chat_id} already holds user "
@@ -111,59 +74,27 @@ class CopyOps(StoreCore):
             )
             raise Conflict(msg)
         if record.deleted_at is not None:
-            await self._update_chat(record, None)
+            await self._driver.update_chat(record, None)
         return True
 
     async def copy_deletion(self, chat: Chat) -> bool:
-        """Mark a copied chat deleted as ``chat`` (from the source) is, once its records are in.
-
-        A soft-deleted chat is copied live (``copy_chat`` of it with ``deleted_at=None``),
-        its messages, steps and runs copied into it, and then this marks it deleted with
-        the source's ``deleted_at``: some drivers take no records into a deleted chat, and
-        a restore here then gives back everything. Idempotent: a chat deleted here already,
-        or a ``chat`` not deleted, is left as it is.
-
-        Args:
-            chat: The chat as read from the source store.
-
-        Returns:
-            ``True`` if the chat was marked deleted here, ``False`` if nothing changed.
-
-        Raises:
-            ChatNotFound: If the chat is not here (``copy_chat`` it first).
-            InvalidArgument: If ``chat`` is not a ``Chat``.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.copy_deletion`."""
+        self._ctx.require_open()
         if not isinstance(chat, Chat):
             raise InvalidArgument(f"copy_deletion takes a Chat, not {type(chat).__name__}")
-        stored = await self._get_chat(chat.chat_id)
+        stored = await self._driver.get_chat(chat.chat_id)
         if stored is None:
             raise ChatNotFound(f"no chat {chat.chat_id} here; copy_chat it first")
         if chat.deleted_at is None or stored.deleted_at is not None:
             return False
-        record = self.chat_model.model_validate(chat.model_dump())
-        self.record_body(record)
-        await self._update_chat(record, None)
+        record = self._ctx.records.chat_model.model_validate(chat.model_dump())
+        self._ctx.records.record_body(record)
+        await self._driver.update_chat(record, None)
         return True
 
     async def copy_messages(self, chat_id: UUID | str, messages: Sequence[Message]) -> int:
-        """Insert messages exactly as given (ids, seqs, timestamps, deletion, revision).
-
-        Idempotent: messages whose ``message_id`` is stored already are skipped. The chat
-        must exist (see :meth:`copy_chat`) and not be archived.
-
-        Returns:
-            How many were inserted.
-
-        Raises:
-            InvalidArgument: If ``chat_id`` is not an id, a message has no ``seq`` or is
-                of another chat.
-            Conflict: If the chat is archived here.
-            CapabilityNotSupported: If the driver lacks the ``archive`` capability.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.copy_messages`."""
+        self._ctx.require_open()
         self._require("archive")
         chat_id = as_id(chat_id, "chat_id")
         for message in messages:
@@ -172,53 +103,33 @@ class CopyOps(StoreCore):
                     f"message {message.message_id} is no stored message of {chat_id}"
                 )
         await self._require_copy_target(chat_id)
-        return await self._restore_messages(chat_id, list(messages)) if messages else 0
+        return await self._driver.restore_messages(chat_id, list(messages)) if messages else 0
 
     async def copy_steps(self, chat_id: UUID | str, steps: Sequence[Step]) -> int:
-        """Insert steps exactly as given (ids, seqs, timestamps); stored ``step_id``s skipped.
-
-        Returns:
-            How many were inserted.
-
-        Raises:
-            InvalidArgument: If ``chat_id`` is not an id or a step is of another chat.
-            CapabilityNotSupported: If the driver lacks ``steps`` or ``archive``.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.copy_steps`."""
+        self._ctx.require_open()
         self._require("steps")
         self._require("archive")
         chat_id = as_id(chat_id, "chat_id")
         if any(step.chat_id != chat_id for step in steps):
             raise InvalidArgument(f"every step copied into chat {chat_id} must be of it")
         await self._require_copy_target(chat_id)
-        return await self._restore_steps(chat_id, list(steps)) if steps else 0
+        return await self._driver.restore_steps(chat_id, list(steps)) if steps else 0
 
     async def copy_run(self, run: Run) -> bool:
-        """Insert a run record exactly as given (status, owner, lease, error, timestamps).
-
-        Idempotent: a run stored already (same chat and ``run_id``) is left as it is.
-
-        Returns:
-            ``True`` if it was inserted.
-
-        Raises:
-            ChatNotFound: If its chat does not exist here.
-            CapabilityNotSupported: If the driver lacks the ``steps`` capability.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.copy_run`."""
+        self._ctx.require_open()
         self._require("steps")
         if not isinstance(run, Run):
             raise InvalidArgument(f"copy_run takes a Run, not {type(run).__name__}")
         await self._require_copy_target(run.chat_id, archived_ok=True)
-        if await self._get_run(run.chat_id, run.run_id) is not None:
+        if await self._driver.get_run(run.chat_id, run.run_id) is not None:
             return False
-        await self._insert_run(run)
+        await self._driver.insert_run(run)
         return True
 
     async def _require_copy_target(self, chat_id: UUID, *, archived_ok: bool = False) -> None:
-        chat = await self._get_chat(chat_id)
+        chat = await self._driver.get_chat(chat_id)
         if chat is None:
             raise ChatNotFound(f"no chat {chat_id} here; copy_chat it first")
         if chat.status is ChatStatus.ARCHIVED and not archived_ok:

@@ -1,54 +1,72 @@
-"""Configuration, lifecycle, cursors and row helpers shared by every ``Store``."""
+"""The context every component of a ``Store`` shares: driver, clock, cursors, settings, models.
+
+:class:`threadkeep.Store` is a facade; its logic lives in sibling components by concern
+(chats, messages, nested records, context, steps, runs, run batches, previews, load, copy),
+each a :class:`Component` holding one :class:`StoreContext`. A component calls the driver
+through ``self._driver`` (the :class:`~threadkeep._primitives.Primitives` of the store) and
+another component through the context (``self._ctx.chats.get_chat(...)``).
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from types import TracebackType
-from typing import Any, ClassVar, Self, TypeVar
-from uuid import UUID
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from ._capabilities import Capabilities
 from ._clock import Clock, as_utc, system_clock
-from ._content import (
-    DEFAULT_MAX_MESSAGE_BYTES,
-    PreparedMessage,
-    dump_json,
-    json_data,
-    load_json,
-    validate_model,
-)
-from ._corrupt import CorruptRecordsPolicy, Unreadable, check_policy, rebuilt, rebuilt_each
+from ._content import DEFAULT_MAX_MESSAGE_BYTES
+from ._corrupt import CorruptRecordsPolicy, check_policy
 from ._cursor import CursorCodec
-from ._driver import DriverPrimitives, check_capabilities
-from ._encode import encode_message, fingerprint_of, message_body_of
+from ._driver import Driver, DriverSetup
 from ._errors import BackendUnavailable, InvalidArgument, InvalidCursor
 from ._models import Chat, Message
 from ._paging import MAX_PAGE_LIMIT, ChatFilter
-from ._rows import MESSAGE_COLUMNS, MESSAGE_ROW, from_json, page_from_json
-from ._schema_migrations import SchemaMigrations
+from ._primitives import Primitives, check_driver
+from ._records import Records
 from ._store_args import as_count, as_model, check_store_options
 
-__all__ = ["Clock", "StoreCore", "as_utc", "system_clock"]
+if TYPE_CHECKING:
+    from ._previews import PreviewOps
+    from ._store_chats import ChatOps
+    from ._store_context import ContextOps
+    from ._store_copy import CopyOps
+    from ._store_load import LoadOps
+    from ._store_messages import MessageOps
+    from ._store_nested import NestedOps
+    from ._store_run_batch import RunBatchOps
+    from ._store_runs import RunOps
+    from ._store_steps import StepOps
 
-R = TypeVar("R", bound=BaseModel)
+__all__ = ["Clock", "Component", "StoreContext", "as_utc", "system_clock"]
 
 
-class StoreCore(DriverPrimitives):
-    """Configuration and lifecycle of a store; see :class:`threadkeep.Store`."""
+class StoreContext:
+    """Configuration, lifecycle, clock and cursors of one store, and its components.
 
-    schemes: ClassVar[tuple[str, ...]] = ()
-    """URL schemes this driver serves, for example ``("memory",)``."""
+    Args: as :class:`threadkeep.Store`.
 
-    capabilities: ClassVar[Capabilities] = Capabilities()
-    """What this driver claims; the contract suite checks every claim."""
+    Raises:
+        InvalidArgument: If an option is unknown or of the wrong kind, or the cursor
+            secret is too short.
+        TypeError: If ``driver`` is not a driver, or declares a capability it lacks.
+    """
+
+    chats: ChatOps
+    messages: MessageOps
+    nested: NestedOps
+    context: ContextOps
+    steps: StepOps
+    runs: RunOps
+    run_batch: RunBatchOps
+    previews: PreviewOps
+    load: LoadOps
+    copy: CopyOps
 
     def __init__(
         self,
-        url: str,
+        driver: Driver,
         *,
         cursor_secret: str | bytes | None = None,
         clock: Clock | None = None,
@@ -57,11 +75,12 @@ class StoreCore(DriverPrimitives):
         chat_model: type[Chat] = Chat,
         auto_migrate: bool = True,
         corrupt_records: CorruptRecordsPolicy = "raise",
-        **unknown: Any,
+        unknown: Mapping[str, Any],
     ) -> None:
-        check_capabilities(type(self))
+        self._capabilities: Capabilities = check_driver(driver)
+        self._declared: object = getattr(driver, "capabilities", None)
         check_store_options(
-            type(self),
+            type(driver),
             unknown,
             cursor_secret=cursor_secret,
             clock=clock,
@@ -73,14 +92,13 @@ class StoreCore(DriverPrimitives):
         if not isinstance(given, bool):
             kind = type(given).__name__
             raise InvalidArgument(f"auto_migrate must be True or False, not a {kind}")
-        self.auto_migrate = auto_migrate  # may open() upgrade the schema? (drivers that have one)
-        self.url = url
+        self.auto_migrate = auto_migrate
         self.corrupt_records: CorruptRecordsPolicy = check_policy(corrupt_records)
-        """``"raise"`` or ``"skip"``: what page reads do on a damaged row (``CorruptRecord``)."""
-        self.max_message_bytes = max_message_bytes
-        self.message_model = message_model
-        self.chat_model = chat_model
-        self._clock: Clock = clock or system_clock
+        self.records = Records(message_model, chat_model, max_message_bytes)
+        self.raw_driver = driver
+        self.driver = Primitives(driver)
+        self.url: str = str(getattr(driver, "url", ""))
+        self.clock: Clock = clock or system_clock
         self._configured_secret = (
             cursor_secret.encode("utf-8") if isinstance(cursor_secret, str) else cursor_secret
         )
@@ -94,89 +112,56 @@ class StoreCore(DriverPrimitives):
                 )
                 raise InvalidArgument(msg) from exc
         self._cursors: CursorCodec | None = None
-        self._is_open = False
+        self.is_open = False
 
-    @classmethod
-    def from_url(cls, url: str, **options: Any) -> Self:
-        """Build an unopened store for ``url``; ``open_store`` calls this.
+    @property
+    def capabilities(self) -> Capabilities:
+        """The store's capabilities: the driver's current declaration, protocols for the rest.
 
-        Args:
-            url: The store URL; its scheme is one of :attr:`schemes`.
-            **options: Keyword options of the driver's constructor.
-
-        Raises:
-            InvalidArgument: If the URL or an option is invalid for this driver.
+        ``steps``/``archive`` come from the driver's protocols; a driver may refine its
+        declaration when it opens (MongoDB on a standalone server: no transactions).
         """
-        return cls(url, **options)
+        declared = getattr(self.raw_driver, "capabilities", None)
+        if declared is not self._declared and isinstance(declared, Capabilities):
+            present = {"steps": self._capabilities.steps, "archive": self._capabilities.archive}
+            self._capabilities = declared.model_copy(update=present)
+            self._declared = declared
+        return self._capabilities
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def schema_migrations(self) -> SchemaMigrations | None:
-        """Return the schema upgrades of this store's database, or ``None`` if it has none.
-
-        Works on an unopened store (``threadkeep migrate`` uses it). Drivers whose storage
-        has a versioned schema override it; the default says "no migrations".
-
-        Returns:
-            A :class:`threadkeep.SchemaMigrations`, or ``None``.
-        """
-        return None
-
-    async def open(self) -> Self:
-        """Connect (creating or migrating the schema) and load the cursor secret.
-
-        Returns:
-            The store itself, so ``store = await open_store(url).open()`` works.
-
-        Raises:
-            BackendUnavailable: If the backend cannot be reached.
-        """
-        if self._is_open:
-            return self
-        await self._open()
+    async def open(self) -> None:
+        """Open the driver and load the cursor secret (``Store.open``)."""
+        if self.is_open:
+            return
+        candidate = None if self._configured_secret else os.urandom(32)
+        setup = DriverSetup(self.records, self.auto_migrate, candidate)
+        loaded = await self.raw_driver.open(setup)
         try:
-            secret = self._configured_secret or await self._load_secret(os.urandom(32))
+            secret = self._configured_secret or loaded
+            if not secret:
+                raise BackendUnavailable("the driver returned no cursor secret from open()")
             self._cursors = CursorCodec(secret)
         except BaseException:
-            await self._close()
+            await self.raw_driver.close()
             raise
-        self._is_open = True
-        return self
+        self.is_open = True
 
     async def close(self) -> None:
-        """Release connections. Idempotent; the store can be opened again.
+        """Close the driver if open (``Store.close``)."""
+        if self.is_open:
+            self.is_open = False
+            await self.raw_driver.close()
 
-        Raises:
-            BackendUnavailable: If the backend fails while closing (the store is closed
-                all the same).
-        """
-        if self._is_open:
-            self._is_open = False
-            await self._close()
-
-    async def __aenter__(self) -> Self:
-        return await self.open()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    @property
-    def is_open(self) -> bool:
-        """Whether :meth:`open` has succeeded and :meth:`close` not been called since."""
-        return self._is_open
-
-    def _require_open(self) -> None:
-        if not self._is_open:
+    def require_open(self) -> None:
+        """Raise ``BackendUnavailable`` unless the store is open."""
+        if not self.is_open:
             msg = "store is not open; use `async with open_store(url) as store:`"
             raise BackendUnavailable(msg)
 
-    def _now(self) -> datetime:
-        now = self._clock()
+    def now(self) -> datetime:
+        """Return the clock's instant in UTC; a naive one is refused (``InvalidArgument``)."""
+        now = self.clock()
         if now.tzinfo is None:
             raise InvalidArgument("the store's clock returned a naive datetime; return UTC")
         return now.astimezone(UTC)
@@ -184,296 +169,58 @@ class StoreCore(DriverPrimitives):
     # -- pages and cursors ---------------------------------------------------------------
 
     @staticmethod
-    def _page_limit(limit: int) -> int:
+    def page_limit(limit: int) -> int:
+        """Return a page size capped at ``MAX_PAGE_LIMIT``; refuse a non-positive one."""
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidArgument(f"limit must be an integer, not {type(limit).__name__}")
         if limit < 1:
             raise InvalidArgument(f"limit must be at least 1 (got {limit}); the default is 50")
         return min(limit, MAX_PAGE_LIMIT)
 
-    def _chat_page_start(
+    def chat_page_start(
         self, chat_filter: ChatFilter | Mapping[str, Any] | None, limit: int, cursor: str | None
     ) -> tuple[ChatFilter, int, dict[str, Any], int | None]:
-        # The arguments of every chat listing: the filter is the cursor's scope, so a cursor
-        # of ``list_chats`` serves ``list_chat_previews`` and back.
-        self._require_open()
+        """Check the arguments of a chat listing; return filter, size, scope and position.
+
+        The filter is the cursor's scope, so a cursor of ``list_chats`` serves
+        ``list_chat_previews`` and back.
+        """
+        self.require_open()
         checked = (
             ChatFilter()
             if chat_filter is None
             else as_model(ChatFilter, chat_filter, "chat_filter")
         )
-        size = self._page_limit(limit)
+        size = self.page_limit(limit)
         scope = {"kind": "chats", "filter": checked.model_dump(mode="json")}
-        return checked, size, scope, self._decode_cursor(cursor, scope)
+        return checked, size, scope, self.decode_cursor(cursor, scope)
 
-    def _encode_cursor(self, scope: dict[str, Any], position: int) -> str:
+    def encode_cursor(self, scope: dict[str, Any], position: int) -> str:
+        """Sign a cursor for ``position`` within ``scope``."""
         assert self._cursors is not None
         return self._cursors.encode(scope, position)
 
-    def _decode_cursor(self, cursor: str | None, scope: dict[str, Any]) -> int | None:
+    def decode_cursor(self, cursor: str | None, scope: dict[str, Any]) -> int | None:
+        """Return a cursor's position, or ``None`` without one (``InvalidCursor`` if bad)."""
         if cursor is None:
             return None
-        self._require_open()
+        self.require_open()
         assert self._cursors is not None
         position = self._cursors.decode(cursor, scope)
         if isinstance(position, bool) or not isinstance(position, int):
             raise InvalidCursor("cursor position is malformed; start again without a cursor")
         return position
 
-    # -- helpers for drivers -------------------------------------------------------------
 
-    def prepare(self, message: Message) -> PreparedMessage:
-        """Check and encode a message with this store's limits (see ``encode_message``).
+class Component:
+    """A part of a store's logic; holds the store's context and its driver primitives.
 
-        Args:
-            message: The message to write.
-
-        Returns:
-            The message with its JSON body and idempotency fingerprint.
-
-        Raises:
-            InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
-            PayloadTooLarge: If the payload is over ``max_message_bytes`` (UTF-8 bytes of
-                text, not of JSON) or the rest over ``ENVELOPE_ALLOWANCE_BYTES``.
-        """
-        return encode_message(message, self.max_message_bytes)
-
-    def message_from_row(
-        self,
-        body: str | bytes | Mapping[str, Any],
-        *,
-        chat_id: UUID,
-        seq: int,
-        revision: int,
-        created_at: datetime | str | Unreadable | None,
-        updated_at: datetime | str | Unreadable | None,
-        deleted_at: datetime | str | Unreadable | None = None,
-    ) -> Message:
-        """Rebuild a message from its stored body and columns (for drivers).
-
-        Args:
-            body: The JSON body text, or the decoded mapping.
-            chat_id: The chat column.
-            seq: The seq column.
-            revision: The revision column.
-            created_at: Column value; naive values are taken as UTC, ISO 8601 text is
-                parsed, an :class:`~threadkeep.Unreadable` (a value the driver could not
-                decode) makes the row corrupt.
-            updated_at: As ``created_at``.
-            deleted_at: As ``created_at``.
-
-        Returns:
-            An instance of this store's ``message_model``.
-
-        Raises:
-            CorruptRecord: If the stored body is not JSON, does not validate as the
-                ``message_model``, or a column is not of its type (a driver passes an
-                :class:`~threadkeep.typing.Unreadable` for a column it could not decode);
-                it names the chat, seq and column.
-        """
-        columns = {
-            "chat_id": chat_id,
-            "seq": seq,
-            "revision": revision,
-            "created_at": _utc(created_at),
-            "updated_at": _utc(updated_at),
-            "deleted_at": _utc(deleted_at),
-        }
-        return rebuilt("message", columns, lambda: self._tk_message_of_body(body, columns))
-
-    def _tk_message_of_body(
-        self, body: str | bytes | Mapping[str, Any], columns: dict[str, Any]
-    ) -> Message:
-        if isinstance(body, str | bytes):
-            # The body is validated in pydantic-core straight from JSON; the columns are the
-            # store's own values, set as validating them would (about half the cost).
-            message = from_json(self.message_model, body, columns, MESSAGE_COLUMNS)
-            if message is not None:
-                return message
-        data = _mapping(load_json(body) if isinstance(body, str | bytes) else body)
-        data.update(columns)
-        return self.message_model.model_validate(data)
-
-    def messages_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[Message]:
-        """Rebuild a page of messages at once (for drivers; faster than row by row).
-
-        Args:
-            rows: Rows ``(chat_id, seq, revision, created_at, updated_at, deleted_at, body,
-                ...)``, as the arguments of :meth:`message_from_row`; further columns are
-                ignored.
-
-        Returns:
-            Instances of this store's ``message_model``, in the order of ``rows``; equal to
-            what :meth:`message_from_row` returns for each row.
-
-        Raises:
-            CorruptRecord: As :meth:`message_from_row`; inside a page read of a
-                ``corrupt_records="skip"`` store, damaged rows are left out instead.
-        """
-        page = page_from_json(self.message_model, MESSAGE_ROW, rows)
-        if page is not None:
-            return page
-        return rebuilt_each(
-            rows,
-            lambda row: self.message_from_row(
-                row[6],
-                chat_id=row[0],
-                seq=row[1],
-                revision=row[2],
-                created_at=row[3],
-                updated_at=row[4],
-                deleted_at=row[5],
-            ),
-        )
-
-    @staticmethod
-    def message_body(message: Message) -> str:
-        """Return a message's JSON body without store-assigned fields (for drivers).
-
-        Args:
-            message: A message (subclass fields included).
-
-        Returns:
-            Compact JSON text (``dump_json``).
-
-        Raises:
-            InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
-        """
-        return message_body_of(message)
-
-    @staticmethod
-    def fingerprint(message: Message) -> str:
-        """Return the idempotency fingerprint of a stored or new message.
-
-        Args:
-            message: The message; store-assigned fields and ids do not count.
-
-        Returns:
-            The fingerprint (hex digest of its canonical JSON payload).
-
-        Raises:
-            pydantic_core.PydanticSerializationError: If an undeclared extra field holds a
-                value with no JSON form (``prepare`` refuses such a message first).
-        """
-        return fingerprint_of(message)
-
-    @staticmethod
-    def record_body(record: BaseModel) -> str:
-        """Return the JSON text of a chat, step or run, every field included (for drivers).
-
-        ``Store`` calls it on every chat, step and run before writing, so a record it
-        refuses is never written.
-
-        Args:
-            record: A ``Chat``, ``Step`` or ``Run`` (or subclass) instance.
-
-        Returns:
-            Compact JSON text of every field.
-
-        Raises:
-            InvalidContent: If a string or mapping key holds a lone surrogate, a float
-                is NaN or infinite (no JSON form; it would read back as ``null``), or a
-                value has no JSON form; the message names the field.
-        """
-        return dump_json(json_data(record, type(record).__name__.lower()))
-
-    @staticmethod
-    def record_from_body(
-        model: type[R], body: str | bytes | Mapping[str, Any], **columns: Any
-    ) -> R:
-        """Rebuild a chat, step or run from :meth:`record_body` text, columns winning.
-
-        Args:
-            model: The record's model (``chat_model``, ``Step``, ``Run``...).
-            body: The :meth:`record_body` text, or its decoded mapping.
-            **columns: Column values that override the body's; datetime columns may be
-                naive (taken as UTC).
-
-        Returns:
-            The record, a ``model`` instance.
-
-        Raises:
-            CorruptRecord: If the stored data does not decode or validate as ``model``,
-                or a column is not of its type; it names the chat, seq and column.
-        """
-        values = {k: _utc(v) if k.endswith("_at") else v for k, v in columns.items()}
-
-        def build() -> R:
-            if isinstance(body, str | bytes):
-                record = from_json(model, body, values, frozenset(values))
-                if record is not None:
-                    return record
-            data = _mapping(load_json(body) if isinstance(body, str | bytes) else body)
-            data.update(values)
-            return validate_model(model, data)
-
-        return rebuilt(_record_kind(model), values, build, chat_id=_body_chat_id(body))
-
-    @classmethod
-    def records_from_rows(
-        cls, model: type[R], names: Sequence[str], rows: Sequence[Sequence[Any]]
-    ) -> list[R]:
-        """Rebuild a page of chats, steps or runs at once (for drivers).
-
-        Args:
-            model: The model of every row.
-            names: The column names, in the order of the rows' first columns.
-            rows: Rows of those columns, then the :meth:`record_body` text; further
-                columns are ignored.
-
-        Returns:
-            What :meth:`record_from_body` returns for each row.
-
-        Raises:
-            CorruptRecord: As :meth:`record_from_body`; inside a page read of a
-                ``corrupt_records="skip"`` store, damaged rows are left out instead.
-        """
-        page = page_from_json(model, tuple(names), rows)
-        if page is not None:
-            return page
-        width = len(names)
-        return rebuilt_each(
-            rows,
-            lambda row: cls.record_from_body(
-                model, row[width], **dict(zip(names, row, strict=False))
-            ),
-        )
-
-
-def _utc(value: Any) -> Any:
-    """``as_utc`` of a timestamp column; what it cannot convert becomes ``Unreadable``."""
-    if value is None or isinstance(value, datetime | str):
-        try:
-            return as_utc(value)
-        except ValueError:
-            return Unreadable(value, f"is not an ISO 8601 timestamp ({value!r:.60})")
-    return value  # reported by the corrupt-row check
-
-
-def _mapping(data: Any) -> dict[str, Any]:
-    """Return a decoded body as a new dict; a body that is not an object is damaged."""
-    if not isinstance(data, Mapping):
-        raise TypeError(f"the body is a JSON {type(data).__name__}, not an object")
-    return dict(data)
-
-
-def _record_kind(model: type[BaseModel]) -> str:
-    for base in model.__mro__:
-        if base.__module__.startswith("threadkeep.") and base is not BaseModel:
-            return base.__name__.lower()
-    return model.__name__.lower()
-
-
-def _body_chat_id(body: object) -> object:
-    """The ``chat_id`` of a record body, for naming a damaged record (``None`` if unreadable).
-
-    Called eagerly but cheap: a mapping lookup, or nothing for text (decoded only if the
-    record turns out damaged would be better; text bodies carry their chat in a column).
+    Args:
+        ctx: The store's context.
     """
-    if isinstance(body, Mapping):
-        value = body.get("chat_id")
-        try:
-            return UUID(str(value)) if value is not None else None
-        except ValueError:
-            return None
-    return None
+
+    __slots__ = ("_ctx", "_driver")
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+        self._driver = ctx.driver

@@ -3,9 +3,9 @@
 ``append_messages`` is built for live appends (a few messages, one round trip each).
 ``load_messages`` takes any number of messages (an iterable or an async iterable, consumed
 batch by batch, so a million-message history never sits in memory at once) and writes each
-batch with the driver's bulk primitive ``_load_messages`` (``COPY`` on PostgreSQL, one
+batch with the driver's bulk primitive ``load_messages`` (``COPY`` on PostgreSQL, one
 multi-row insert on SQLite). A driver without that primitive gets the same batches through
-``_insert_messages``: the result and the guarantees are the same, only slower.
+``insert_messages``: the result and the guarantees are the same, only slower.
 
 The guarantees are those of ``append_messages`` (SPEC section 3, "Ordering and identity"),
 per batch: every message is checked and encoded exactly as an append checks it (validation,
@@ -39,8 +39,8 @@ from ._errors import CapabilityNotSupported, Conflict, IdempotencyConflict, Inva
 from ._models import Message
 from ._plugins import has_commit_observers, notify_messages_committed
 from ._store_args import as_count, as_id
-from ._store_core import StoreCore
-from ._store_messages import MessageInput, MessageOps, _conflict_text, _dedupe_batch
+from ._store_core import Component
+from ._store_messages import MessageInput, _conflict_text, _dedupe_batch
 
 __all__ = ["DEFAULT_LOAD_BATCH", "MAX_LOAD_BATCH", "LoadInput", "LoadOps", "LoadReport"]
 
@@ -84,7 +84,7 @@ class LoadReport:
         return self.created + self.present
 
 
-class LoadOps(MessageOps):
+class LoadOps(Component):
     """Bulk load (see the module docstring)."""
 
     async def load_messages(
@@ -94,51 +94,8 @@ class LoadOps(MessageOps):
         *,
         batch_size: int = DEFAULT_LOAD_BATCH,
     ) -> LoadReport:
-        """Append a large history in batches on the driver's bulk path; idempotent.
-
-        Messages are appended in the order given, ``batch_size`` at a time, each batch as
-        :meth:`append_messages` would append it (same checks, same ``seq`` rules, all or
-        nothing per batch) but through the driver's bulk primitive: PostgreSQL writes a
-        batch with ``COPY``, SQLite with one multi-row insert, and other drivers fall back
-        to ``_insert_messages``. Unlike ``append_messages`` it returns counts, not the
-        stored messages, so memory stays bounded by one batch however long the history.
-
-        A re-run of the same load writes nothing: every message carrying an ``agui_id``
-        that the chat stores already is found and skipped (give each message an
-        ``agui_id`` to be able to re-run; one without is written again each time).
-        Batches before a failing one stay written, so a re-run after a failure completes
-        the rest.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            messages: ``Message`` instances, mappings of their fields
-                (:data:`threadkeep.typing.MessageInput`), or what :meth:`prepare`
-                returned for a message (a :class:`PreparedMessage`: its body and
-                fingerprint are written as they are, not computed again; only the
-                payload limit of this store is checked again, so prepare messages with
-                a store of the same ``max_message_bytes`` or less), as a list, any
-                iterable (a generator reading a file) or an async iterable; consumed
-                once, in order. Kinds may be mixed.
-            batch_size: Messages per batch (count, 1 to :data:`MAX_LOAD_BATCH`, default
-                :data:`DEFAULT_LOAD_BATCH`).
-
-        Returns:
-            A :class:`LoadReport`: messages (and their tool calls) created and already
-            present, and the number of batches written.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted (nothing is written).
-            IdempotencyConflict: If an ``agui_id`` is stored with a different payload, or
-                repeats in one batch with different payloads; that batch is not written.
-            InvalidContent / PayloadTooLarge / InvalidArgument: As for
-                :meth:`append_messages` (and for a ``batch_size`` out of range,
-                ``messages`` that is not iterable, or a ``PreparedMessage`` whose fields
-                are not a message, a body text and a fingerprint); that batch is not
-                written.
-            Conflict: If the chat changed state (archived meanwhile) during a batch.
-            BackendUnavailable: If the backend fails; that batch is not written.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.load_messages`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         size = as_count(batch_size, "batch_size", minimum=1)
         if size > MAX_LOAD_BATCH:
@@ -155,7 +112,7 @@ class LoadOps(MessageOps):
                         await writing  # compaction rules read what is stored before the batch
                         writing = None
                     if writing is None:
-                        await self._check_compactions(chat_id, prepared)
+                        await self._ctx.messages._check_compactions(chat_id, prepared)
                     else:  # the batch before, then this one (its rules saw the one before)
                         await writing
                 except BaseException:
@@ -180,9 +137,8 @@ class LoadOps(MessageOps):
         The yields let the batch before this one stream to the database meanwhile: encoding
         (client CPU) overlaps the write (database time).
         """
-        # A store class with its own prepare keeps it; the core one is encode_message,
-        # whose result encode_for_load gives.
-        prepare = self.prepare if type(self).prepare is not StoreCore.prepare else None
+        # Store is final: its prepare is encode_message, whose result encode_for_load gives.
+        prepare: Callable[[Message], PreparedMessage] | None = None
         prepared: list[PreparedMessage] = []
         for start in range(0, len(batch), _YIELD_EVERY):
             with collector_paused():
@@ -198,15 +154,13 @@ class LoadOps(MessageOps):
         prepared: list[PreparedMessage],
     ) -> None:
         """Check and encode ``chunk`` onto ``prepared`` (synchronous: no other task runs)."""
-        limit = self.max_message_bytes
+        limit = self._ctx.records.max_message_bytes
         for item in chunk:
             if isinstance(item, PreparedMessage):
                 prepared.append(self._adopt_prepared(item, chat_id))
                 continue
             message = self._coerce_loaded(item, chat_id)
-            prepared.append(
-                encode_for_load(message, limit) if prepare is None else prepare(message)
-            )
+            prepared.append(encode_for_load(message, limit))
 
     def _adopt_prepared(self, item: PreparedMessage, chat_id: UUID) -> PreparedMessage:
         """A caller's prepared message, for ``chat_id`` (its body holds no store field).
@@ -219,8 +173,10 @@ class LoadOps(MessageOps):
         if not (isinstance(message, Message) and type(body) is str and _is_digest(fingerprint)):
             msg = "a PreparedMessage in messages must be what Store.prepare returned"
             raise InvalidArgument(msg)
-        if payload_bytes(message) > self.max_message_bytes:
-            check_payload_size(message, self.max_message_bytes)  # raises, naming the sizes
+        if payload_bytes(message) > self._ctx.records.max_message_bytes:
+            check_payload_size(
+                message, self._ctx.records.max_message_bytes
+            )  # raises, naming the sizes
         if not _is_fresh(message, chat_id):
             message = _for_chat(message, chat_id)
         return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
@@ -234,17 +190,17 @@ class LoadOps(MessageOps):
         """
         if isinstance(message, Message) and type(message).__pydantic_complete__:
             return _for_chat(message, chat_id)
-        return self._coerce_message(message, chat_id)
+        return self._ctx.messages._coerce_message(message, chat_id)
 
     async def _load_batch(
         self, chat_id: UUID, prepared: list[PreparedMessage], report: LoadReport
     ) -> None:
         unique, positions = _dedupe_batch(prepared)
-        now = self._now()  # the write's clock: observers see the timestamps it stored
+        now = self._ctx.now()  # the write's clock: observers see the timestamps it stored
         created = await self._bulk_write(chat_id, unique, now)
         if created is None:
-            await self._require_hot_chat(chat_id)
-            now = self._now()
+            await self._ctx.chats._require_hot_chat(chat_id)
+            now = self._ctx.now()
             created = await self._bulk_write(chat_id, unique, now)
             if created is None:
                 raise Conflict(f"chat {chat_id} changed state during the load; try again")
@@ -266,18 +222,18 @@ class LoadOps(MessageOps):
         The whole result is ``None`` when the chat is not hot (nothing written).
 
         Uses the driver's
-        ``_load_messages``; a driver without it (``CapabilityNotSupported``) goes through
-        ``_insert_messages`` with the checks ``append_messages`` makes.
+        ``load_messages``; a driver without it (``CapabilityNotSupported``) goes through
+        ``insert_messages`` with the checks ``append_messages`` makes.
         """
         try:
-            return await self._load_messages(chat_id, unique, now)
+            return await self._driver.load_messages(chat_id, unique, now)
         except CapabilityNotSupported:
             pass
-        results = await self._insert_messages(chat_id, unique, now)
+        results = await self._driver.insert_messages(chat_id, unique, now)
         if results is None:
             return None
         for item, (stored, created) in zip(unique, results, strict=True):
-            if not created and not self._same_payload(stored, item):
+            if not created and not self._ctx.messages._same_payload(stored, item):
                 raise IdempotencyConflict(_conflict_text(stored))
         return [stored.seq if created else None for stored, created in results]
 

@@ -17,7 +17,7 @@ from ._driver import NestedKind
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument, MessageNotFound
 from ._models import Message, Reasoning, ToolCall
 from ._store_args import as_id, as_model, as_str
-from ._store_messages import MessageOps
+from ._store_core import Component
 
 __all__ = ["NestedOps"]
 
@@ -42,34 +42,13 @@ def _item_fingerprint(item: dict[str, Any]) -> str:
     return message_fingerprint({k: v for k, v in item.items() if k != "message_id"})
 
 
-class NestedOps(MessageOps):
+class NestedOps(Component):
     """Tool-call and reasoning operations (AG-UI seed, ``MessageRepositoryLike``)."""
 
     async def append_tool_call(
         self, message_id: UUID | str, tool_call: ToolCall | Mapping[str, Any]
     ) -> ToolCall:
-        """Append a tool call to a visible message.
-
-        Idempotent on ``agui_id`` within the message: an equal tool call already there is
-        returned; a different one with the same ``agui_id`` raises ``IdempotencyConflict``.
-
-        Args:
-            message_id: The message (a ``UUID`` or its text form).
-            tool_call: A :class:`ToolCall` (or subclass) or a mapping of its fields;
-                ``arguments`` is stored byte for byte.
-
-        Returns:
-            The stored tool call (``message_id`` set).
-
-        Raises:
-            MessageNotFound: If the message is not visible.
-            IdempotencyConflict: As above.
-            InvalidArgument: If ``message_id`` is not an id or the tool call does not
-                validate.
-            InvalidContent / PayloadTooLarge: If the grown message cannot be stored.
-            Conflict: If the message kept changing under concurrent writers.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.append_tool_call`."""
         message_id = as_id(message_id, "message_id")
         item = await self._append_nested(
             _TOOL_CALLS, message_id, as_model(ToolCall, tool_call, "tool_call")
@@ -80,24 +59,7 @@ class NestedOps(MessageOps):
     async def append_reasoning(
         self, message_id: UUID | str, reasoning: Reasoning | Mapping[str, Any]
     ) -> Reasoning:
-        """Append a reasoning to a visible message (idempotent on ``agui_id``).
-
-        Args:
-            message_id: The message (a ``UUID`` or its text form).
-            reasoning: A :class:`Reasoning` (or subclass) or a mapping of its fields.
-
-        Returns:
-            The stored reasoning (``message_id`` set).
-
-        Raises:
-            MessageNotFound: If the message is not visible.
-            IdempotencyConflict: If its ``agui_id`` is stored with another payload.
-            InvalidArgument: If ``message_id`` is not an id or the reasoning does not
-                validate.
-            InvalidContent / PayloadTooLarge: If the grown message cannot be stored.
-            Conflict: If the message kept changing under concurrent writers.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.append_reasoning`."""
         message_id = as_id(message_id, "message_id")
         item = await self._append_nested(
             _REASONINGS, message_id, as_model(Reasoning, reasoning, "reasoning")
@@ -106,144 +68,60 @@ class NestedOps(MessageOps):
         return item
 
     async def update_tool_call(self, tool_call_id: UUID | str, /, **changes: Any) -> ToolCall:
-        """Change fields of a tool call (``arguments``, ``content``, ``status``, ``name``...).
-
-        Args:
-            tool_call_id: The tool call (a ``UUID`` or its text form).
-            **changes: New field values; not ``tool_call_id``, ``agui_id`` or
-                ``message_id``.
-
-        Returns:
-            The stored tool call.
-
-        Raises:
-            MessageNotFound: If no visible message holds the tool call.
-            InvalidArgument: If ``tool_call_id`` is not an id, an id field is changed or a
-                value does not validate.
-            InvalidContent / PayloadTooLarge: If the changed message cannot be stored.
-            Conflict: If the message kept changing under concurrent writers.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.update_tool_call`."""
         tool_call_id = as_id(tool_call_id, "tool_call_id")
         item = await self._update_nested(_TOOL_CALLS, tool_call_id, changes)
         assert isinstance(item, ToolCall)
         return item
 
     async def update_reasoning(self, reasoning_id: UUID | str, /, **changes: Any) -> Reasoning:
-        """Change fields of a reasoning (``content``, ``status``, ``encrypted_value``...).
-
-        Args:
-            reasoning_id: The reasoning (a ``UUID`` or its text form).
-            **changes: New field values; not ``reasoning_id``, ``agui_id`` or
-                ``message_id``.
-
-        Returns:
-            The stored reasoning.
-
-        Raises:
-            MessageNotFound: If no visible message holds the reasoning.
-            InvalidArgument: If ``reasoning_id`` is not an id, an id field is changed or a
-                value does not validate.
-            InvalidContent / PayloadTooLarge: If the changed message cannot be stored.
-            Conflict: If the message kept changing under concurrent writers.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.update_reasoning`."""
         reasoning_id = as_id(reasoning_id, "reasoning_id")
         item = await self._update_nested(_REASONINGS, reasoning_id, changes)
         assert isinstance(item, Reasoning)
         return item
 
     async def get_tool_call(self, tool_call_id: UUID | str) -> ToolCall:
-        """Return a tool call by id (an archived chat holding it is rehydrated).
-
-        Args:
-            tool_call_id: The tool call (a ``UUID`` or its text form).
-
-        Returns:
-            The tool call, ``message_id`` naming the message that holds it.
-
-        Raises:
-            MessageNotFound: If no visible message holds it.
-            InvalidArgument: If ``tool_call_id`` is not an id.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.get_tool_call`."""
         tool_call_id = as_id(tool_call_id, "tool_call_id")
         message = await self._holder(_TOOL_CALLS, tool_call_id)
         return _pick(message.tool_calls, "tool_call_id", tool_call_id)
 
     async def get_reasoning(self, reasoning_id: UUID | str) -> Reasoning:
-        """Return a reasoning by id (an archived chat holding it is rehydrated).
-
-        Args:
-            reasoning_id: The reasoning (a ``UUID`` or its text form).
-
-        Returns:
-            The reasoning, ``message_id`` naming the message that holds it.
-
-        Raises:
-            MessageNotFound: If no visible message holds it.
-            InvalidArgument: If ``reasoning_id`` is not an id.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.get_reasoning`."""
         reasoning_id = as_id(reasoning_id, "reasoning_id")
         message = await self._holder(_REASONINGS, reasoning_id)
         return _pick(message.reasonings, "reasoning_id", reasoning_id)
 
     async def get_tool_call_by_agui_id(self, chat_id: UUID | str, agui_id: str) -> ToolCall | None:
-        """Return the chat's visible tool call with this client id (newest), or ``None``.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            agui_id: The client's tool-call id.
-
-        Returns:
-            The tool call in the newest visible message holding one with that id, or
-            ``None`` (also when the chat does not exist or is deleted).
-
-        Raises:
-            InvalidArgument: If ``chat_id`` is not an id or ``agui_id`` is not a ``str``.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.get_tool_call_by_agui_id`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         agui_id = as_str(agui_id, "agui_id")
-        message = await self._find_nested_by_agui_id("tool_call", chat_id, agui_id)
-        if message is None and await self._rehydrate_if_archived(chat_id):
-            message = await self._find_nested_by_agui_id("tool_call", chat_id, agui_id)
+        message = await self._driver.find_nested_by_agui_id("tool_call", chat_id, agui_id)
+        if message is None and await self._ctx.chats._rehydrate_if_archived(chat_id):
+            message = await self._driver.find_nested_by_agui_id("tool_call", chat_id, agui_id)
         if message is None:
             return None
         return next((c for c in message.tool_calls if c.agui_id == agui_id), None)
 
     async def get_reasoning_by_agui_id(self, chat_id: UUID | str, agui_id: str) -> Reasoning | None:
-        """Return the chat's visible reasoning with this client id (newest), or ``None``.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            agui_id: The client's reasoning id.
-
-        Returns:
-            The reasoning in the newest visible message holding one with that id, or
-            ``None`` (also when the chat does not exist or is deleted).
-
-        Raises:
-            InvalidArgument: If ``chat_id`` is not an id or ``agui_id`` is not a ``str``.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.get_reasoning_by_agui_id`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         agui_id = as_str(agui_id, "agui_id")
-        message = await self._find_nested_by_agui_id("reasoning", chat_id, agui_id)
-        if message is None and await self._rehydrate_if_archived(chat_id):
-            message = await self._find_nested_by_agui_id("reasoning", chat_id, agui_id)
+        message = await self._driver.find_nested_by_agui_id("reasoning", chat_id, agui_id)
+        if message is None and await self._ctx.chats._rehydrate_if_archived(chat_id):
+            message = await self._driver.find_nested_by_agui_id("reasoning", chat_id, agui_id)
         if message is None:
             return None
         return next((r for r in message.reasonings if r.agui_id == agui_id), None)
 
     async def _holder(self, nest: _Nest, item_id: UUID) -> Message:
-        self._require_open()
-        message = await self._find_nested(nest.kind, item_id)
-        if message is None and await self._rehydrate_holder(item_id):
-            message = await self._find_nested(nest.kind, item_id)
+        self._ctx.require_open()
+        message = await self._driver.find_nested(nest.kind, item_id)
+        if message is None and await self._ctx.chats._rehydrate_holder(item_id):
+            message = await self._driver.find_nested(nest.kind, item_id)
         if message is None:
             raise MessageNotFound(f"no visible {nest.label} {item_id}")
         return message
@@ -253,7 +131,7 @@ class NestedOps(MessageOps):
         new = json_data(item, nest.kind)
         new["message_id"] = str(message_id)
         for _ in range(_CAS_ATTEMPTS):
-            current = await self.get_message(message_id)
+            current = await self._ctx.messages.get_message(message_id)
             existing = [i.model_dump(mode="json") for i in getattr(current, nest.list_field)]
             same = [e for e in existing if new["agui_id"] and e["agui_id"] == new["agui_id"]]
             if same:
@@ -286,7 +164,9 @@ class NestedOps(MessageOps):
 
     async def _cas(self, current: Message, data: dict[str, Any]) -> Message | None:
         updated = validate_model(type(current), data)
-        return await self._replace_message(self.prepare(updated), current.revision, self._now())
+        return await self._driver.replace_message(
+            self._ctx.records.prepare(updated), current.revision, self._ctx.now()
+        )
 
 
 def _pick(items: list[T], field: str, value: Any) -> T:

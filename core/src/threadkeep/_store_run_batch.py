@@ -3,7 +3,7 @@
 The ``buffered`` write policy (Yao seed, "Two-Write Strategy") stores a run in exactly two
 writes: ``begin_run`` appends the user input and takes the run's lease, ``end_run`` writes
 every message and step of the run together with its end status. Each is one call of the
-``_commit_run`` primitive, which a transactional driver makes one atomic step.
+``commit_run`` primitive, which a transactional driver makes one atomic step.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from uuid import UUID
 from ._boundary_rules import is_compaction
 from ._content import PreparedMessage, check_content, validate_model
 from ._corrupt import collecting
-from ._driver import DriverPrimitives
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import notify_messages_committed
@@ -31,8 +30,8 @@ from ._store_args import (
     as_text,
 )
 from ._store_context import trim_orphan_tool_results
+from ._store_core import Component
 from ._store_messages import MessageInput, _conflict_text, _dedupe_batch
-from ._store_runs import RunOps
 
 __all__ = ["RunBatchOps"]
 
@@ -40,7 +39,7 @@ _CAS_ATTEMPTS = 16
 _CONTEXT_BATCH = 200  # messages per read of a run's context (``ContextOps._collect_after``)
 
 
-class RunBatchOps(RunOps):
+class RunBatchOps(Component):
     """``begin_run`` and ``end_run``."""
 
     async def begin_run(
@@ -52,34 +51,8 @@ class RunBatchOps(RunOps):
         lease_seconds: float = 60.0,
         messages: Sequence[MessageInput] = (),
     ) -> Run:
-        """Start ``owner``'s run (or renew its lease) and append the run's input, in one write.
-
-        Like :meth:`start_run` followed by :meth:`append_messages`, as one ``_commit_run``
-        batch: all of it or nothing is written. Idempotent for the same owner while the run
-        is active (a resumed run's owner continues it after :meth:`claim_run`).
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            owner: The worker executing the run (non-empty).
-            lease_seconds: The lease (seconds, > 0, at most about a century); renew it
-                with :meth:`heartbeat_run`.
-            messages: The run's input (usually the new user messages); the rules of
-                :meth:`append_messages` apply.
-
-        Returns:
-            The run record (``active``, owned by ``owner``).
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            Conflict: If the run exists under another owner or has ended.
-            IdempotencyConflict / InvalidContent / PayloadTooLarge / InvalidArgument: As for
-                :meth:`append_messages` (also for a malformed id or a lease that is not
-                positive); nothing is written.
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails; nothing is written.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.begin_run`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
         owner = as_text(owner, "owner")
@@ -88,16 +61,16 @@ class RunBatchOps(RunOps):
         if self._commit_checks_chat():
             # The common case first, in one write: a new run of a live, hot chat. The batch
             # writes nothing otherwise, and the loop below finds out which case it is.
-            now = self._now()
+            now = self._ctx.now()
             fresh = _new_run(chat_id, run_id, owner, now, lease)
-            result = await self._commit_run(fresh, None, prepared, [], now)
+            result = await self._driver.commit_run(fresh, None, prepared, [], now)
             if result is not None:
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
         for _ in range(_CAS_ATTEMPTS):
-            await self._require_hot_chat(chat_id)
-            now = self._now()
-            current = await self._get_run(chat_id, run_id)
+            await self._ctx.chats._require_hot_chat(chat_id)
+            now = self._ctx.now()
+            current = await self._driver.get_run(chat_id, run_id)
             if current is None:
                 run = _new_run(chat_id, run_id, owner, now, lease)
                 expected = None
@@ -108,7 +81,7 @@ class RunBatchOps(RunOps):
             else:
                 msg = f"run {run_id!r} is {current.status} under owner {current.owner!r}"
                 raise Conflict(msg + "; use claim_run to resume an ended run")
-            result = await self._commit_run(run, expected, prepared, [], now)
+            result = await self._driver.commit_run(run, expected, prepared, [], now)
             if result is not None:
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
@@ -127,44 +100,8 @@ class RunBatchOps(RunOps):
         metadata: dict[str, Any] | None = None,
         current: Run | None = None,
     ) -> Run:
-        """End ``owner``'s active run and write its records, in one write.
-
-        Like :meth:`append_messages`, :meth:`save_steps` and :meth:`finish_run` together,
-        as one ``_commit_run`` batch (the buffered policy's exit write). Records already
-        stored keep their status; pass the run's records with their end status.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            owner: The worker holding the run (non-empty).
-            status: ``complete``, ``interrupted`` or ``errored`` (or the :class:`RunStatus`).
-            messages: Messages to append (the rules of :meth:`append_messages` apply).
-            steps: Steps of the chat (instances or mappings) to insert or replace by
-                ``step_id``.
-            error: What went wrong, for an errored run.
-            metadata: Merged into the run's ``metadata`` (a dict; no NaN or infinity).
-            current: The run as this caller last got it (from :meth:`begin_run`,
-                :meth:`heartbeat_run` or :meth:`claim_run`), used instead of reading it
-                first. The write is a compare-and-set on its ``revision``, so a copy that
-                is no longer current only costs the read: the run is then read and
-                checked as without it. One of another chat or run is ignored.
-
-        Returns:
-            The ended run.
-
-        Raises:
-            InvalidArgument: If ``status`` is ``active`` or not a status, a step is of
-                another chat or does not validate, an id is malformed, or ``metadata`` is
-                not a dict.
-            Conflict: If ``owner`` does not hold the active run (a sweeper or another
-                worker took it); nothing is written.
-            RunNotFound: If there is no such run.
-            IdempotencyConflict / InvalidContent / PayloadTooLarge: As for
-                :meth:`append_messages`; nothing is written.
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails; nothing is written.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.end_run`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
         owner = as_text(owner, "owner")
@@ -180,7 +117,7 @@ class RunBatchOps(RunOps):
         if any(step.chat_id != chat_id for step in given):
             raise InvalidArgument(f"end_run writes steps of chat {chat_id} only")
         for step in given:
-            self.record_body(step)
+            self._ctx.records.record_body(step)
         prepared = await self._prepared_batch(chat_id, messages)
         known = current if isinstance(current, Run) and current.chat_id == chat_id else None
         if known is not None and known.run_id != run_id:
@@ -190,16 +127,16 @@ class RunBatchOps(RunOps):
             # writes nothing unless it is live and hot, and then the chat is looked at.
             quick = attempt == 0 and self._commit_checks_chat()
             if quick:
-                current = known if known is not None else await self._get_run(chat_id, run_id)
+                current = known if known is not None else await self._driver.get_run(chat_id, run_id)
             else:
                 current = None
             if current is None or current.status is not RunStatus.ACTIVE or current.owner != owner:
-                await self._require_hot_chat(chat_id)  # ChatNotFound first, as always
-                current = await self.get_run(chat_id, run_id)
+                await self._ctx.chats._require_hot_chat(chat_id)  # ChatNotFound first, as always
+                current = await self._ctx.runs.get_run(chat_id, run_id)
             if current.status is not RunStatus.ACTIVE or current.owner != owner:
                 msg = f"run {run_id!r} ({current.status}, owner {current.owner!r})"
                 raise Conflict(msg + f": owner {owner!r} does not hold an active lease")
-            now = self._now()
+            now = self._ctx.now()
             changes = {
                 "status": ending,
                 "error": error,
@@ -208,8 +145,8 @@ class RunBatchOps(RunOps):
                 "metadata": {**current.metadata, **(metadata or {})},
             }
             run = validate_model(type(current), {**current.model_dump(), **changes})
-            self.record_body(run)
-            result = await self._commit_run(run, current.revision, prepared, given, now)
+            self._ctx.records.record_body(run)
+            result = await self._driver.commit_run(run, current.revision, prepared, given, now)
             if result is not None:
                 self._committed(chat_id, prepared, result[1])
                 return result[0]
@@ -218,34 +155,12 @@ class RunBatchOps(RunOps):
     async def run_context(
         self, chat_id: UUID | str, *, agui_ids: Sequence[str] = ()
     ) -> tuple[list[Message], dict[str, Message]]:
-        """Return what a run reads before it begins: its context and the messages it names.
-
-        The same as :meth:`context_messages` and one :meth:`get_message_by_agui_id` per
-        id, in one round trip where the driver can (the optional primitive
-        ``_read_run_context``): ``StorageAgent`` reads the chat's context for the inner
-        agent and looks up the client's new message ids before every run.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            agui_ids: Client message ids to look up (for example the run's new inbound
-                messages).
-
-        Returns:
-            ``(context, held)``: the context window, oldest first (exactly
-            ``context_messages(chat_id)``), and each id of ``agui_ids`` that a visible
-            message of the chat holds, mapped to that message.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If ``chat_id`` is not an id or an id is not a ``str``.
-            CorruptRecord: If a message read is damaged (as those calls raise it).
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.run_context`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         ids = list(dict.fromkeys(as_str(a, "agui_ids[]") for a in as_items(agui_ids, "agui_ids")))
-        with collecting(self.corrupt_records) as skipped:
-            read = await self._read_run_context(chat_id, ids, _CONTEXT_BATCH)
+        with collecting(self._ctx.corrupt_records) as skipped:
+            read = await self._driver.read_run_context(chat_id, ids, _CONTEXT_BATCH)
         if read is not None and not skipped:
             boundary, batch, more, held = read
             if boundary is None or not is_compaction(boundary):
@@ -253,31 +168,31 @@ class RunBatchOps(RunOps):
                 # start of the window (a compaction's summary window takes the full path).
                 body = list(batch)
                 if more and batch and batch[-1].seq is not None:
-                    body += await self._collect_after(chat_id, batch[-1].seq)
+                    body += await self._ctx.context._collect_after(chat_id, batch[-1].seq)
                 return trim_orphan_tool_results(body), held
         # Not hot (archived: rehydrated), a compaction, or damaged rows skipped: the calls.
-        context = await self.context_messages(chat_id)
+        context = await self._ctx.context.context_messages(chat_id)
         found: dict[str, Message] = {}
         for agui_id in ids:
-            message = await self.get_message_by_agui_id(chat_id, agui_id)
+            message = await self._ctx.messages.get_message_by_agui_id(chat_id, agui_id)
             if message is not None:
                 found[agui_id] = message
         return context, found
 
     def _commit_checks_chat(self) -> bool:
-        """Whether the driver's own ``_commit_run`` writes nothing unless the chat is hot.
+        """Whether the driver's own ``commit_run`` writes nothing unless the chat is hot.
 
         The primitive's contract asks it; the non-atomic core default does not check the
         chat (``Store`` looks at it first), so a driver keeping that default never gets a
         batch for a chat nobody looked at.
         """
-        return type(self)._commit_run is not DriverPrimitives._commit_run
+        return "commit_run" in self._driver.native
 
     async def _prepared_batch(
         self, chat_id: UUID, messages: Sequence[MessageInput]
     ) -> list[PreparedMessage]:
-        prepared = self._prepare_batch(chat_id, messages)
-        await self._check_compactions(chat_id, prepared)  # as append_messages does
+        prepared = self._ctx.messages._prepare_batch(chat_id, messages)
+        await self._ctx.messages._check_compactions(chat_id, prepared)  # as append_messages does
         return _dedupe_batch(prepared)[0]
 
     def _committed(
@@ -287,7 +202,7 @@ class RunBatchOps(RunOps):
         results: list[tuple[Message, bool]],
     ) -> None:
         for item, (stored, created) in zip(prepared, results, strict=True):
-            if not created and self.fingerprint(stored) != item.fingerprint:
+            if not created and self._ctx.records.fingerprint(stored) != item.fingerprint:
                 raise IdempotencyConflict(_conflict_text(stored))
         created_messages = [stored for stored, created in results if created]
         if created_messages:

@@ -19,7 +19,7 @@ from ._models import MessageStatus
 from ._paging import MessageFilter
 from ._runs import Run, RunStatus, StepStatus
 from ._store_args import as_count, as_enum, as_id, as_positive_seconds, as_text
-from ._store_steps import StepOps
+from ._store_core import Component
 
 __all__ = ["RunOps"]
 
@@ -38,29 +38,15 @@ _MESSAGE_END = {
 }
 
 
-class RunOps(StepOps):
+class RunOps(Component):
     """Run operations: start, heartbeat, finish, claim, sweep, finalize, discard."""
 
     async def get_run(self, chat_id: UUID | str, run_id: str) -> Run:
-        """Return a run.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-
-        Returns:
-            The run record.
-
-        Raises:
-            RunNotFound: If there is none.
-            InvalidArgument: If ``chat_id`` is not an id or ``run_id`` is not text.
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.get_run`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
-        run = await self._get_run(chat_id, run_id)
+        run = await self._driver.get_run(chat_id, run_id)
         if run is None:
             raise RunNotFound(f"no run {run_id!r} in chat {chat_id}")
         return run
@@ -68,31 +54,10 @@ class RunOps(StepOps):
     async def start_run(
         self, chat_id: UUID | str, run_id: str, *, owner: str, lease_seconds: float = 60.0
     ) -> Run:
-        """Record that ``owner`` starts executing a run, holding it for ``lease_seconds``.
-
-        Idempotent for the same owner (the lease is renewed).
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            owner: The worker (non-empty).
-            lease_seconds: How long the claim lasts without a heartbeat (seconds, > 0).
-
-        Returns:
-            The run record (``active``, owned by ``owner``).
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            Conflict: If the run exists under another owner or has ended (use
-                :meth:`claim_run` to resume an ended run).
-            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive (or is
-                over a century).
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.start_run`."""
         chat_id, run_id, owner, lease_seconds = _run_args(chat_id, run_id, owner, lease_seconds)
-        await self.get_chat(chat_id)
-        now = self._now()
+        await self._ctx.chats.get_chat(chat_id)
+        now = self._ctx.now()
         fresh = Run(
             chat_id=chat_id,
             run_id=run_id,
@@ -101,7 +66,7 @@ class RunOps(StepOps):
             created_at=now,
             updated_at=now,
         )
-        stored = await self._insert_run(fresh)
+        stored = await self._driver.insert_run(fresh)
         if stored.owner == owner and stored.status is RunStatus.ACTIVE:
             return await self.heartbeat_run(
                 chat_id, run_id, owner=owner, lease_seconds=lease_seconds
@@ -111,26 +76,7 @@ class RunOps(StepOps):
     async def heartbeat_run(
         self, chat_id: UUID | str, run_id: str, *, owner: str, lease_seconds: float = 60.0
     ) -> Run:
-        """Extend ``owner``'s lease on an active run.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            owner: The worker holding the run (non-empty).
-            lease_seconds: The new lease from now (seconds, > 0).
-
-        Returns:
-            The run record with the extended lease.
-
-        Raises:
-            Conflict: If the run is not active or ``owner`` no longer holds it (a sweeper or
-                another worker took it).
-            RunNotFound: If there is no such run.
-            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive (or is
-                over a century).
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.heartbeat_run`."""
         chat_id, run_id, owner, lease_seconds = _run_args(chat_id, run_id, owner, lease_seconds)
         return await self._transition(
             chat_id,
@@ -149,26 +95,7 @@ class RunOps(StepOps):
         status: RunStatus | str,
         error: str | None = None,
     ) -> Run:
-        """End ``owner``'s active run as ``complete``, ``interrupted`` or ``errored``.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            owner: The worker holding the run (non-empty).
-            status: The end status (a :class:`RunStatus` or its value), not ``active``.
-            error: What went wrong, for an errored run.
-
-        Returns:
-            The ended run record.
-
-        Raises:
-            InvalidArgument: If ``status`` is ``active`` or not a status, or an id is
-                malformed.
-            Conflict: If ``owner`` does not hold the active run.
-            RunNotFound: If there is no such run.
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.finish_run`."""
         chat_id, run_id, owner, _ = _run_args(chat_id, run_id, owner, 1.0)
         ending = as_enum(RunStatus, status, "status")
         if ending is RunStatus.ACTIVE:
@@ -184,27 +111,7 @@ class RunOps(StepOps):
     async def claim_run(
         self, chat_id: UUID | str, run_id: str, *, owner: str, lease_seconds: float = 60.0
     ) -> Run:
-        """Take an interrupted or errored run (or an active one whose lease expired) to resume it.
-
-        A compare-and-set: of concurrent claimers exactly one succeeds.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            owner: The worker taking it (non-empty).
-            lease_seconds: The lease from now (seconds, > 0).
-
-        Returns:
-            The run record (``active``, owned by ``owner``).
-
-        Raises:
-            RunNotFound: If there is no such run.
-            Conflict: If the run is complete, or held under a live lease (a second claimer).
-            InvalidArgument: If an id is malformed or ``lease_seconds`` is not positive (or is
-                over a century).
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.claim_run`."""
         chat_id, run_id, owner, lease_seconds = _run_args(chat_id, run_id, owner, lease_seconds)
 
         def claimable(run: Run, now: datetime) -> bool:
@@ -227,30 +134,12 @@ class RunOps(StepOps):
         )
 
     async def sweep_expired_runs(self, *, limit: int = 100) -> list[Run]:
-        """Mark active runs whose lease expired as interrupted, with their open records.
-
-        For each: the run becomes ``interrupted``; its in-progress messages, tool calls and
-        reasonings become ``interrupted``; its pending/running steps become ``interrupted``.
-
-        Args:
-            limit: At most this many runs per call (a count, at least 1).
-
-        Returns:
-            The runs this call marked (a concurrent sweeper marks the others). A run whose
-            stored row is damaged is left alone (reading it raises ``CorruptRecord``;
-            ``threadkeep check`` lists it): one damaged row must not stop the sweeper for
-            every other run of the store (issue 12).
-
-        Raises:
-            InvalidArgument: If ``limit`` is not an integer of at least 1.
-            CapabilityNotSupported: If the driver does not store runs.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.sweep_expired_runs`."""
+        self._ctx.require_open()
         limit = as_count(limit, "limit", minimum=1)
         swept: list[Run] = []
         with collecting("skip"):  # drivers leave damaged rows out (``rebuilt_each``)
-            expired = await self._expired_runs(self._now(), limit)
+            expired = await self._driver.expired_runs(self._ctx.now(), limit)
         for run in expired:
             try:
                 marked = await self._transition(
@@ -273,26 +162,7 @@ class RunOps(StepOps):
     async def finalize_run_records(
         self, chat_id: UUID | str, run_id: str, status: RunStatus | str
     ) -> int:
-        """Give a run's still-open messages, nested records and steps their end status.
-
-        ``complete`` -> complete / completed, ``interrupted`` -> interrupted,
-        ``errored`` -> errored / failed (AG-UI seed, run-outcome table). Records already
-        ended keep their status.
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-            status: The run's end status (a :class:`RunStatus` or its value), not ``active``.
-
-        Returns:
-            How many messages and steps changed.
-
-        Raises:
-            ChatNotFound: If the chat does not exist or is deleted.
-            InvalidArgument: If an id is malformed or ``status`` is not an end status.
-            Conflict: If a message kept changing under concurrent writers.
-            BackendUnavailable: If the backend fails.
-        """
+        """Implement :meth:`threadkeep.Store.finalize_run_records`."""
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
         ending = as_enum(RunStatus, status, "status")
@@ -302,7 +172,7 @@ class RunOps(StepOps):
         end = _MESSAGE_END[ending]
         cursor: str | None = None
         while True:
-            page = await self.list_messages(
+            page = await self._ctx.messages.list_messages(
                 chat_id, limit=200, cursor=cursor, message_filter=MessageFilter(run_id=run_id)
             )
             for message in page.items:
@@ -312,35 +182,25 @@ class RunOps(StepOps):
             if not page.has_more:
                 break
             cursor = page.next_cursor
-        if self.capabilities.steps:
+        if self._ctx.capabilities.steps:
             steps = [
-                s for s in await self._steps_for_run(chat_id, run_id) if s.status in _OPEN_STEP
+                s
+                for s in await self._driver.steps_for_run(chat_id, run_id)
+                if s.status in _OPEN_STEP
             ]
             for step in steps:
                 step.status = _STEP_END[ending]
             if steps:
-                await self._save_steps(steps, self._now())
+                await self._driver.save_steps(steps, self._ctx.now())
             changed += len(steps)
         return changed
 
     async def discard_run(self, chat_id: UUID | str, run_id: str) -> dict[str, int]:
-        """Remove every record of a run for good ("an errored turn stores nothing").
-
-        Args:
-            chat_id: The chat (a ``UUID`` or its text form).
-            run_id: The run (non-empty).
-
-        Returns:
-            Counts removed per kind (``messages``, ``steps``, ``runs``).
-
-        Raises:
-            InvalidArgument: If ``chat_id`` is not an id or ``run_id`` is not text.
-            BackendUnavailable: If the backend fails.
-        """
-        self._require_open()
+        """Implement :meth:`threadkeep.Store.discard_run`."""
+        self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         run_id = as_text(run_id, "run_id")
-        return await self._delete_run_records(chat_id, run_id)
+        return await self._driver.delete_run_records(chat_id, run_id)
 
     async def _end_message(self, message_id: UUID, end: MessageStatus) -> None:
         def edit(message: Any) -> dict[str, Any]:
@@ -352,7 +212,7 @@ class RunOps(StepOps):
                         item["status"] = end
             return data
 
-        await self._rewrite_message(message_id, edit)
+        await self._ctx.messages._rewrite_message(message_id, edit)
 
     async def _transition(
         self,
@@ -364,11 +224,11 @@ class RunOps(StepOps):
     ) -> Run:
         for _ in range(_CAS_ATTEMPTS):
             run = await self.get_run(chat_id, run_id)
-            now = self._now()
+            now = self._ctx.now()
             if not allowed(run, now):
                 raise Conflict(f"run {run_id!r} ({run.status}, owner {run.owner!r}): {refusal}")
             data = {**run.model_dump(), **changes(now), "updated_at": now}
-            stored = await self._replace_run(validate_model(type(run), data), run.revision)
+            stored = await self._driver.replace_run(validate_model(type(run), data), run.revision)
             if stored is not None:
                 return stored
         raise Conflict(f"run {run_id!r} kept changing under concurrent writers")

@@ -21,7 +21,7 @@ from ._archive._objects import ArchiveRef
 from ._errors import ArchiveError, ArchiveIntegrityError, ChatNotFound, Conflict
 from ._models import Chat, ChatStatus
 from ._registry import archive_class_for
-from ._store_core import StoreCore
+from ._store_core import StoreContext
 
 __all__ = ["erase_bundle", "open_archive", "rehydrate", "restore_bundle"]
 
@@ -45,7 +45,7 @@ async def open_archive(root_url: str, **options: Any) -> AsyncIterator[Any]:
         await archive.close()
 
 
-async def restore_bundle(store: StoreCore, archive: Any, chat_id: UUID, ref: ArchiveRef) -> int:
+async def restore_bundle(ctx: StoreContext, archive: Any, chat_id: UUID, ref: ArchiveRef) -> int:
     """Stream the bundle at ``ref`` into the hot store (idempotent); return messages in it.
 
     Rows already stored (same ``message_id`` / ``step_id``) are skipped. The stream's
@@ -57,25 +57,28 @@ async def restore_bundle(store: StoreCore, archive: Any, chat_id: UUID, ref: Arc
             still archived).
         ArchiveError / BackendUnavailable: If the archive fails.
     """
-    reader = BundleReader(archive.get(ref.key), message_model=store.message_model)
+    reader = BundleReader(archive.get(ref.key), message_model=ctx.records.message_model)
     async for kind, batch in reader.batches():
         if reader.header.get("chat", {}).get("chat_id") != str(chat_id):
             raise ArchiveIntegrityError(f"bundle {ref} does not belong to chat {chat_id}")
         if kind == "messages":
-            await store._restore_messages(chat_id, batch)
-        elif store.capabilities.steps:
-            await store._restore_steps(chat_id, batch)
+            await ctx.driver.restore_messages(chat_id, batch)
+        elif ctx.capabilities.steps:
+            await ctx.driver.restore_steps(chat_id, batch)
     if ref.sha256 is not None and reader.sha256 != ref.sha256:
         raise ArchiveIntegrityError(
             f"bundle {ref.object_url} has SHA-256 {reader.sha256}, not the recorded "
             f"{ref.sha256}; it was changed or damaged after archiving"
         )
-    return reader.messages + (reader.steps if store.capabilities.steps else 0)
+    return reader.messages + (reader.steps if ctx.capabilities.steps else 0)
 
 
-async def _hot_rows(store: StoreCore, chat_id: UUID) -> int:
+async def _hot_rows(ctx: StoreContext, chat_id: UUID) -> int:
     count = 0
-    for scan in (store._scan_messages, store._scan_steps if store.capabilities.steps else None):
+    for scan in (
+        ctx.driver.scan_messages,
+        ctx.driver.scan_steps if ctx.capabilities.steps else None,
+    ):
         after = 0
         while scan is not None and (batch := await scan(chat_id, after, _COUNT_BATCH)):
             count += len(batch)
@@ -83,11 +86,11 @@ async def _hot_rows(store: StoreCore, chat_id: UUID) -> int:
     return count
 
 
-async def rehydrate(store: StoreCore, chat: Chat) -> Chat:
+async def rehydrate(ctx: StoreContext, chat: Chat) -> Chat:
     """Bring an archived chat's messages and steps back, then flip it to ``active``.
 
     Safe against an archiver deleting hot rows at the same time: deletion happens only
-    while the chat is archived and bumps its revision (SPI, ``_delete_hot_messages``), and
+    while the chat is archived and bumps its revision (SPI, ``delete_hot_messages``), and
     the flip is a compare-and-set on the revision read after the hot rows were counted
     complete, so it fails (and the restore runs again) if rows went meanwhile.
 
@@ -109,18 +112,18 @@ async def rehydrate(store: StoreCore, chat: Chat) -> Chat:
     async with open_archive(ref.root_url) as archive:
         expected: int | None = None
         for _ in range(_ATTEMPTS):
-            current = await store._get_chat(chat.chat_id)
+            current = await ctx.driver.get_chat(chat.chat_id)
             if current is None or current.deleted_at is not None:
                 raise ChatNotFound(f"no live chat {chat.chat_id}")
             if current.status is not ChatStatus.ARCHIVED:
                 return current
-            if expected is None or await _hot_rows(store, chat.chat_id) != expected:
-                expected = await restore_bundle(store, archive, chat.chat_id, ref)
+            if expected is None or await _hot_rows(ctx, chat.chat_id) != expected:
+                expected = await restore_bundle(ctx, archive, chat.chat_id, ref)
                 continue  # count again at a revision read after the restore
             active = current.model_copy(
-                update={"status": ChatStatus.ACTIVE, "updated_at": store._now()}
+                update={"status": ChatStatus.ACTIVE, "updated_at": ctx.now()}
             )
-            stored = await store._update_chat(active, current.revision)
+            stored = await ctx.driver.update_chat(active, current.revision)
             if stored is not None:
                 return stored
     raise Conflict(f"chat {chat.chat_id} kept changing during rehydration; try again")

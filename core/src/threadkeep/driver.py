@@ -1,14 +1,22 @@
 """Everything a driver author needs from threadkeep core, and nothing else (issue 13).
 
-A driver package imports from here and from :mod:`threadkeep` (models, errors,
-:class:`~threadkeep.Store`), never from a private ``threadkeep._...`` module. What it finds:
+A driver is an object that :class:`threadkeep.Store` holds (``Store(driver)``); it never
+subclasses ``Store``. A driver package imports from here and from :mod:`threadkeep`
+(models, errors), never from a private ``threadkeep._...`` module. What it finds:
 
-- The primitives: :class:`DriverPrimitives` (each states what must be atomic and what it
-  returns), :data:`NestedKind`, :data:`STORE_WRITE_PRIMITIVES` and :data:`WRITE_PRIMITIVES`.
-- Capabilities backed by code: :data:`CAPABILITY_PRIMITIVES` names what each optional
-  capability (``steps``, ``archive``) requires; a store whose class declares a capability
-  without those primitives is refused when built (``TypeError``), and
-  :func:`unimplemented_primitives` lists what is missing.
+- The seam: :class:`Driver`, the fifteen required primitives, and the optional protocols
+  the store detects with ``isinstance`` once, when it is built, so a capability exists
+  exactly when its code does (:data:`CAPABILITY_PROTOCOLS`: ``steps`` is
+  :class:`StepsDriver` + :class:`RunsDriver`, ``archive`` is :class:`ArchiveDriver`);
+  the fast paths (:class:`MessagesAfterDriver`, :class:`LastBoundaryDriver`,
+  :class:`PreviewsDriver`, :class:`BulkLoadDriver`, :class:`CommitRunDriver`, ...) replace
+  what core derives from the required primitives. :class:`DriverSetup` is what ``open``
+  receives; :data:`NestedKind`, :data:`STORE_WRITE_PRIMITIVES`, :data:`WRITE_PRIMITIVES`.
+- :class:`DriverBase`, an optional base class: URL and option checks, ``open`` as two
+  hooks, and the row helpers bound to the store's models.
+- The row helpers: :class:`Records` (``message_from_row``, ``messages_from_rows``,
+  ``prepare``...), :func:`record_body`, :func:`record_from_body`,
+  :func:`records_from_rows`, :func:`message_body`.
 - Rules every driver applies inside its atomic append, written once: :func:`resolve_batch`
   (``agui_id`` idempotency, raising :class:`~threadkeep.IdempotencyConflict` before anything
   is written), :func:`idempotency_conflict` and :func:`fingerprint` (of a stored message;
@@ -16,7 +24,8 @@ A driver package imports from here and from :mod:`threadkeep` (models, errors,
 - Cancellation safety for connection checkouts, ``BEGIN`` and ``COMMIT``: :func:`complete`,
   :func:`finish`, :func:`enter_whole`.
 - Packaging: :func:`lazy_exports` (a package ``__getattr__`` that keeps heavy imports out
-  of plugin loading), :func:`check_key` (the object-key rule of archive drivers).
+  of plugin loading), :func:`store_for` (a driver's ``XStore(url, **options)`` factory),
+  :func:`check_key` (the object-key rule of archive drivers).
 
 ``docs/writing-a-driver.md`` walks through a driver built from these.
 """
@@ -24,26 +33,69 @@ A driver package imports from here and from :mod:`threadkeep` (models, errors,
 from __future__ import annotations
 
 from ._archive._objects import check_key
-from ._batch import fingerprint, idempotency_conflict, resolve_batch
+from ._batch import fingerprint, idempotency_conflict, resolve_batch, same_payload
 from ._content import PreparedMessage
 from ._driver import (
-    CAPABILITY_PRIMITIVES,
+    CAPABILITY_PROTOCOLS,
+    OPTIONAL_PROTOCOLS,
     STORE_WRITE_PRIMITIVES,
     WRITE_PRIMITIVES,
-    DriverPrimitives,
+    ArchiveDriver,
+    ArchivedRowsDriver,
+    ArchivedStepsDriver,
+    ArchiveIndexDriver,
+    BulkLoadDriver,
+    CommitRunDriver,
+    Driver,
+    DriverSetup,
+    LastBoundaryDriver,
+    LastMessagesDriver,
+    MessagesAfterDriver,
+    MigratingDriver,
+    NestedByAguiIdDriver,
     NestedKind,
-    unimplemented_primitives,
+    PreviewsDriver,
+    RunsDriver,
+    StepsDriver,
+    UserErasureDriver,
+    protocol_members,
 )
+from ._driver_base import DriverBase
+from ._open import store_for
 from ._plugins import lazy_exports
+from ._primitives import Primitives, chats_with_last, check_driver
+from ._records import Records, message_body, record_body, record_from_body, records_from_rows
 from ._shielding import complete, enter_whole, finish
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as test_driver_module.py checks
-    "CAPABILITY_PRIMITIVES",
-    "DriverPrimitives",
+    "ArchiveDriver",
+    "ArchiveIndexDriver",
+    "ArchivedRowsDriver",
+    "ArchivedStepsDriver",
+    "BulkLoadDriver",
+    "CAPABILITY_PROTOCOLS",
+    "CommitRunDriver",
+    "Driver",
+    "DriverBase",
+    "DriverSetup",
+    "LastBoundaryDriver",
+    "LastMessagesDriver",
+    "MessagesAfterDriver",
+    "MigratingDriver",
+    "NestedByAguiIdDriver",
     "NestedKind",
+    "OPTIONAL_PROTOCOLS",
     "PreparedMessage",
+    "PreviewsDriver",
+    "Primitives",
+    "Records",
+    "RunsDriver",
     "STORE_WRITE_PRIMITIVES",
+    "StepsDriver",
+    "UserErasureDriver",
     "WRITE_PRIMITIVES",
+    "chats_with_last",
+    "check_driver",
     "check_key",
     "complete",
     "enter_whole",
@@ -51,6 +103,12 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as test_driver_module.py checks
     "finish",
     "idempotency_conflict",
     "lazy_exports",
+    "message_body",
+    "protocol_members",
+    "record_body",
+    "record_from_body",
+    "records_from_rows",
     "resolve_batch",
-    "unimplemented_primitives",
+    "same_payload",
+    "store_for",
 ]

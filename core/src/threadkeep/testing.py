@@ -57,26 +57,32 @@ class WriteCount(Counter[str]):
 def count_store_writes(store: Store) -> Iterator[WriteCount]:
     """Count the write primitives ``store`` executes inside the ``with`` block.
 
-    Patches the instance (not the class), so other stores are unaffected; the patches are
-    removed on exit.
+    Patches the store's :attr:`~threadkeep.Store.primitives` (not the driver's class), so
+    other stores are unaffected; the patches are removed on exit. Counts are keyed by the
+    primitive's name (``"insert_messages"``, ``"commit_run"``...).
 
     Yields:
         A :class:`WriteCount`, updated live.
     """
     counts = WriteCount()
-    originals: dict[str, Any] = {}
+    primitives = store.primitives
+    own = dict(vars(primitives))
+    patched: list[str] = []
     for name in WRITE_PRIMITIVES:
-        original = getattr(store, name)
-        originals[name] = original
+        original = getattr(primitives, name)
 
         @functools.wraps(original)
         async def counted(*args: Any, __name: str = name, __fn: Any = original, **kw: Any) -> Any:
             counts[__name] += 1
             return await __fn(*args, **kw)
 
-        setattr(store, name, counted)
+        setattr(primitives, name, counted)
+        patched.append(name)
     try:
         yield counts
     finally:
-        for name in originals:
-            delattr(store, name)
+        for name in patched:
+            if name in own:
+                setattr(primitives, name, own[name])
+            else:
+                delattr(primitives, name)

@@ -62,8 +62,8 @@ class GatedWrites:
         self.gate = asyncio.Event()
         self.blocked = asyncio.Event()
         self.waiting = self.completed = 0
-        for name in ("_insert_messages", "_replace_message"):
-            original = getattr(store, name)
+        for name in ("insert_messages", "replace_message"):
+            original = getattr(store.primitives, name)
 
             async def gated(*args, __original=original, **kwargs):
                 self.waiting += 1
@@ -73,7 +73,7 @@ class GatedWrites:
                 self.completed += 1
                 return result
 
-            setattr(store, name, gated)
+            setattr(store.primitives, name, gated)
 
     def open(self) -> None:
         self.gate.set()
@@ -111,8 +111,8 @@ async def test_a_slow_store_never_stalls_the_stream(store, kit):
 
 async def test_a_store_that_fails_for_a_while_loses_nothing(store, kit, caplog):
     failures = {"left": 6}
-    for name in ("_insert_messages", "_replace_message"):
-        original = getattr(store, name)
+    for name in ("insert_messages", "replace_message"):
+        original = getattr(store.primitives, name)
 
         async def flaky(*args, __original=original, **kwargs):
             if failures["left"] > 0:
@@ -120,7 +120,7 @@ async def test_a_store_that_fails_for_a_while_loses_nothing(store, kit, caplog):
                 raise BackendUnavailable("the database is restarting")
             return await __original(*args, **kwargs)
 
-        setattr(store, name, flaky)
+        setattr(store.primitives, name, flaky)
 
     async def script(inp):
         yield kit.started(inp)

@@ -21,8 +21,9 @@ from ag_ui.core import (
     ToolCallStartEvent,
 )
 
-from threadkeep import DriverPrimitives, MessageStatus, Role, RunNotFound, RunStatus, StepStatus
+from threadkeep import MessageStatus, Role, RunNotFound, RunStatus, StepStatus
 from threadkeep.agui import RunManager, StorageAgent
+from threadkeep.driver import CommitRunDriver
 from threadkeep.testing import count_store_writes
 
 POLICIES = ["incremental", "buffered"]
@@ -203,7 +204,7 @@ async def _events(events):
 
 
 def _composes_commit_run(store) -> bool:
-    return type(store)._commit_run is DriverPrimitives._commit_run
+    return not isinstance(store.driver, CommitRunDriver)
 
 
 async def test_buffered_run_is_exactly_two_store_writes(store, kit, request):
@@ -211,8 +212,8 @@ async def test_buffered_run_is_exactly_two_store_writes(store, kit, request):
         request.applymarker(
             pytest.mark.xfail(
                 strict=True,
-                reason=f"{type(store).__name__} uses the composed default _commit_run "
-                "(several writes); overriding it atomically makes a buffered run two writes",
+                reason=f"{type(store.driver).__name__} uses the composed default commit_run "
+                "(several writes); implementing it atomically makes a buffered run two writes",
             )
         )
 
@@ -233,9 +234,9 @@ async def test_buffered_run_is_exactly_two_store_writes(store, kit, request):
 
     # The first run of a thread also creates its chat; every run is two writes.
     assert first.total() == 3
-    assert first["_insert_chat"] == 1
+    assert first["insert_chat"] == 1
     assert second.total() == 2
-    assert second["_commit_run"] == 2
+    assert second["commit_run"] == 2
     history = await kit.history(store, "u", "thread-1")
     assert len(history) == 4
     assert history[3].content == "".join(f"delta {i} " for i in range(200))
@@ -257,5 +258,5 @@ async def test_incremental_folds_deltas_into_one_record_flushed_by_size(store, k
     # One append, a few size flushes (4 KiB, then growing), one end write: never a write
     # per delta.
     entry_appends = 1 if _composes_commit_run(store) else 0  # begin_run's input, composed
-    assert counts["_insert_messages"] - entry_appends == 1
-    assert 3 <= counts["_replace_message"] <= 8
+    assert counts["insert_messages"] - entry_appends == 1
+    assert 3 <= counts["replace_message"] <= 8

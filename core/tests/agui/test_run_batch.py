@@ -48,7 +48,7 @@ async def test_begin_and_end_are_one_write_each(store):
             metadata={"agui_usage": [1]},
         )
     assert counts.total() == 2
-    assert counts["_commit_run"] == 2
+    assert counts["commit_run"] == 2
     assert run.status is RunStatus.ACTIVE
     assert ended.status is RunStatus.COMPLETE
     assert ended.metadata == {"agui_usage": [1]}
@@ -117,11 +117,11 @@ async def test_end_run_argument_checks(store):
 
 async def test_default_commit_run_composes_the_primitives(store):
     """The SPI default (for drivers that do not override it) gives the same result."""
-    from threadkeep import DriverPrimitives
+    from threadkeep.driver import Primitives
 
     chat = await store.create_chat("u", "t")
-    default = DriverPrimitives._commit_run
-    store._commit_run = lambda *a, **k: default(store, *a, **k)
+    default = Primitives.commit_run
+    store.primitives.commit_run = lambda *a, **k: default(store.primitives, *a, **k)
     await store.begin_run(
         chat.chat_id, "r1", owner="w1", messages=[Message(role=Role.USER, content="q")]
     )

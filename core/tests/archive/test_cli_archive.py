@@ -49,7 +49,7 @@ async def _seed(url: str) -> list[UUID]:
 
 async def _statuses(url: str, ids: list[UUID]) -> list[ChatStatus]:
     async with open_store(url) as store:
-        return [(await store._get_chat(i)).status for i in ids]  # type: ignore[union-attr]
+        return [(await store.primitives.get_chat(i)).status for i in ids]  # type: ignore[union-attr]
 
 
 def test_archive_needs_an_archive_url(cli, memory_url) -> None:

@@ -82,9 +82,11 @@ async def _read_all(store: Store) -> dict[str, list[dict[str, Any]]]:
 async def _hot_rows(store: Store) -> tuple[dict[ChatStatus, int], int]:
     statuses: dict[ChatStatus, int] = {}
     rows = 0
-    for chat in await store._page_chats(ChatFilter(user_id=USER, deleted="include"), None, 1000):
+    for chat in await store.primitives.page_chats(
+        ChatFilter(user_id=USER, deleted="include"), None, 1000
+    ):
         statuses[chat.status] = statuses.get(chat.status, 0) + 1
-        rows += len(await store._scan_messages(chat.chat_id, 0, 10_000))
+        rows += len(await store.primitives.scan_messages(chat.chat_id, 0, 10_000))
     return statuses, rows
 
 
@@ -140,7 +142,7 @@ def test_import_archive_read_back_and_erase(cli, stores) -> None:
 
     async def indexed() -> int:
         async with open_store(url, **options) as store:
-            return sum([await store._archived_chat_of(i) is not None for i in ids])
+            return sum([await store.primitives.archived_chat_of(i) is not None for i in ids])
 
     assert asyncio.run(indexed()) == len(ids)  # every id findable while archived
     receipt = asyncio.run(erase())

@@ -10,7 +10,7 @@ from ._codec import PLACEHOLDER, decode_strings, encode_strings
 from ._errors import map_service_errors
 from ._faults import is_locator_write, locator_write_fault
 from ._locators import ChatSessionRegistry, Location, LocatorIndex
-from ._store import MemServiceStore
+from ._store import MemServiceDriver, MemServiceStore
 
 __all__ = [
     "PLACEHOLDER",
@@ -18,6 +18,7 @@ __all__ = [
     "LRUCache",
     "Location",
     "LocatorIndex",
+    "MemServiceDriver",
     "MemServiceStore",
     "decode_strings",
     "encode_strings",

@@ -1,4 +1,4 @@
-"""``_insert_messages``: a batch append as one conditional batch call (or staged parts).
+"""``insert_messages``: a batch append as one conditional batch call (or staged parts).
 
 The batch's head and chunk events go to the service in one ``create_events`` call, which is
 atomic (all or nothing) and gives the heads consecutive ``sequence_id``s after every id the
@@ -32,6 +32,7 @@ from datetime import datetime
 from uuid import UUID
 
 from threadkeep import Conflict, IdempotencyConflict, Message, PreparedMessage
+from threadkeep.driver import same_payload
 
 from ._base import ATTEMPTS, is_hot
 from ._codec import columns, event_key, message_events
@@ -58,7 +59,7 @@ class AppendPrimitives(ReadHelpers):
     """Appends, and the best-effort writes that follow them."""
 
     @mapped
-    async def _insert_messages(
+    async def insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         async with self._chat_lock(chat_id):
@@ -176,7 +177,7 @@ class AppendPrimitives(ReadHelpers):
         """Raise ``IdempotencyConflict`` if a stored message differs from the one sent again."""
         for item, key in zip(messages, keys, strict=True):
             existing = stored.get(key)
-            if existing is not None and not self._same_payload(existing, item):
+            if existing is not None and not same_payload(existing, item):
                 msg = (
                     f"agui_id {existing.agui_id!r} is already stored in chat {existing.chat_id} "
                     f"(message {existing.message_id}, seq {existing.seq}) with a different "

@@ -1,6 +1,6 @@
 """The hot-row primitives cold archiving needs: scan, delete while archived, restore.
 
-``_delete_archived_rows`` deletes only while the chat is archived at the expected revision,
+``delete_archived_rows`` deletes only while the chat is archived at the expected revision,
 checked by ``If-Match`` on the session version read at that moment: each batch of up to
 200 deletes is conditional on the version the previous one produced, so a rehydration (or
 any write) in between stops the delete there, and whatever it removed is restored from
@@ -8,7 +8,7 @@ the bundle. Restores write events with
 their original ``seq`` as explicit sequence ids (the service's import mode) and skip
 messages already stored, so a rerun after a crash is harmless. Archived ids are recorded
 as ``archived:<uuid>`` sessions under the chat's ``//loc/`` prefix (written for real, not
-best effort, since an archiver can rerun its step) and go with ``_purge_chat``.
+best effort, since an archiver can rerun its step) and go with ``purge_chat``.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ __all__ = ["ArchivePrimitives"]
 
 
 class ArchivePrimitives(MessagePrimitives):
-    """``_scan_messages``, ``_delete_hot_messages``, ``_delete_archived_rows``, restore, ids."""
+    """``scan_messages``, ``delete_hot_messages``, ``delete_archived_rows``, restore, ids."""
 
     @mapped
-    async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+    async def scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         # A soft-deleted chat's session (and events) are read too (``include_deleted``).
         found_session = await self._chat_session(chat_id, include_deleted=True)
         if found_session is None:
@@ -56,14 +56,14 @@ class ArchivePrimitives(MessagePrimitives):
         return found
 
     @mapped
-    async def _delete_hot_messages(self, chat_id: UUID) -> int:
+    async def delete_hot_messages(self, chat_id: UUID) -> int:
         found = await self._chat_session(chat_id, include_deleted=False)
         if found is None:
             return 0
         return await self._delete_typed(found[0], [*MESSAGE_TYPES, CHUNK_TYPE, COMMIT_TYPE])
 
     @mapped
-    async def _delete_archived_rows(
+    async def delete_archived_rows(
         self, chat_id: UUID, expected_revision: int
     ) -> dict[str, int] | None:
         found = await self._chat_session(chat_id, include_deleted=False)
@@ -115,7 +115,7 @@ class ArchivePrimitives(MessagePrimitives):
         return count_committed_heads(deleted) + plain
 
     @mapped
-    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+    async def index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
         found = await self._chat_session(chat_id, include_deleted=True)
         if found is None:
             return 0
@@ -133,7 +133,7 @@ class ArchivePrimitives(MessagePrimitives):
         return added
 
     @mapped
-    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+    async def archived_chat_of(self, item_id: UUID) -> UUID | None:
         try:
             session = await self.service.find_session(
                 self.space_id, dedup_key=self.locators.key("archived", item_id)
@@ -143,7 +143,7 @@ class ArchivePrimitives(MessagePrimitives):
         return UUID(str(session.metadata["chat_id"]))
 
     @mapped
-    async def _restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
+    async def restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
         found = await self._chat_session(chat_id, include_deleted=False)
         if found is None:
             return 0

@@ -12,7 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
-from threadkeep import Chat, ChatStatus, InvalidArgument, Store, participant_id
+from threadkeep import Chat, ChatStatus, InvalidArgument, participant_id
+from threadkeep.driver import DriverBase
 
 from ._cache import LRUCache
 from ._codec import decode_strings, encode_strings, parse_time
@@ -30,8 +31,8 @@ ATTEMPTS = 32
 """Bound on the If-Match retries of one operation."""
 
 
-class MemServiceBase(Store):
-    """Options, lifecycle and helpers; see :class:`threadkeep_memservice.MemServiceStore`."""
+class MemServiceBase(DriverBase):
+    """Options, lifecycle and helpers; see :class:`threadkeep_memservice.MemServiceDriver`."""
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 from uuid import UUID
 
-from threadkeep import Chat, ChatFilter, Conflict, ErasureReceipt, chat_matches, participant_id
+from threadkeep import Chat, ChatFilter, Conflict, chat_matches, participant_id
 
 from ._base import ATTEMPTS, MemServiceBase
 from ._errors import map_service_errors, mapped
@@ -43,7 +43,7 @@ class ChatPrimitives(MemServiceBase):
     """The chat primitives of the driver SPI over chat sessions."""
 
     @mapped
-    async def _insert_chat(self, chat: Chat) -> Chat:
+    async def insert_chat(self, chat: Chat) -> Chat:
         if chat.tenant_id is not None:
             older = await self._older_tenant_chat(chat.user_id, chat.thread_id, chat.tenant_id)
             if older is not None:
@@ -86,12 +86,12 @@ class ChatPrimitives(MemServiceBase):
             return
 
     @mapped
-    async def _get_chat(self, chat_id: UUID) -> Chat | None:
+    async def get_chat(self, chat_id: UUID) -> Chat | None:
         found = await self._chat_session(chat_id, include_deleted=True)
         return None if found is None else found[1]
 
     @mapped
-    async def _find_live_chat(
+    async def find_live_chat(
         self, user_id: str, thread_id: str, tenant_id: str | None = None
     ) -> Chat | None:
         found = await self._live_chat_of_key(
@@ -125,7 +125,7 @@ class ChatPrimitives(MemServiceBase):
         return chat
 
     @mapped
-    async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
+    async def update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
         for attempt in range(ATTEMPTS):
             found = await self._chat_session(chat.chat_id, include_deleted=True)
             if found is None:
@@ -180,7 +180,7 @@ class ChatPrimitives(MemServiceBase):
         return self._chat_of(written)
 
     @mapped
-    async def _page_chats(
+    async def page_chats(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[Chat]:
         participant = None
@@ -208,7 +208,7 @@ class ChatPrimitives(MemServiceBase):
             before = sessions[-1].sequence_id
 
     @mapped
-    async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
+    async def purge_chat(self, chat_id: UUID) -> dict[str, int]:
         counts: dict[str, int] = {"chats": 0, "messages": 0, "locators": 0}
         found = await self._chat_session(chat_id, include_deleted=True)
         if found is None:
@@ -230,17 +230,17 @@ class ChatPrimitives(MemServiceBase):
         counts.update(await self._purge_chat_records(chat_id))
         return counts
 
-    async def erase_user(self, user_id: str) -> ErasureReceipt:
-        """Remove every chat of a person and all it holds (see ``Store.erase_user``).
+    async def erase_user_records(self, user_id: str) -> dict[str, int]:
+        """Remove the person's index records that outlived their chat (``Store.erase_user``).
 
-        Also removes the person's index records that outlived their chat (locators of a
-        chat whose session expired after its soft-delete TTL), found by the person's
-        participant id under ``//loc/``: an indexed listing, never the space.
+        Locators of a chat whose session expired after its soft-delete TTL, found by the
+        person's participant id under ``//loc/``: an indexed listing, never the space.
+        Called after every chat of the person is purged.
 
         Returns:
-            The receipt; leftover index records count under ``"hot"`` / ``"locators"``.
+            ``{"locators": n}``: the leftover index records removed (the receipt's
+            ``"hot"`` entry counts them).
         """
-        receipt = await super().erase_user(user_id)
         with map_service_errors():
             leftovers = 0
             while batch := await self.service.list_sessions(
@@ -253,9 +253,7 @@ class ChatPrimitives(MemServiceBase):
                 for session in batch:
                     await self.service.purge_session(self.space_id, session.session_id)
                     leftovers += 1
-        if leftovers:
-            receipt.add("hot", {"locators": leftovers})
-        return receipt
+        return {"locators": leftovers}
 
     async def _purge_chat_records(self, chat_id: UUID) -> dict[str, int]:
         """Remove records kept outside the chat's session (runs); overridden by the runs mixin."""

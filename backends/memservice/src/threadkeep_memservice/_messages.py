@@ -1,8 +1,8 @@
 """Message primitives besides appends: reads by page, by id and by agui_id; edits; hiding.
 
-Lookups by uuid (``_get_message``, ``_find_nested``) go through the locator index: the
+Lookups by uuid (``get_message``, ``find_nested``) go through the locator index: the
 cache, else one point read of the locator, then the chat's session and the message's head
-event (two more point reads), checked to hold that very uuid. ``_replace_message`` is given
+event (two more point reads), checked to hold that very uuid. ``replace_message`` is given
 the message itself, so it finds the head by the chat and the event key, not by a locator
 that may have been lost. Every write to an event is conditional on the session version and
 the event's version token.
@@ -55,7 +55,7 @@ class MessagePrimitives(AppendPrimitives):
     # -- pages -------------------------------------------------------------------------
 
     @mapped
-    async def _page_messages(
+    async def page_messages(
         self,
         chat_id: UUID,
         message_filter: MessageFilter,
@@ -85,7 +85,7 @@ class MessagePrimitives(AppendPrimitives):
         return found
 
     @mapped
-    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+    async def messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         found_session = await self._chat_session(chat_id, include_deleted=False)
         if found_session is None or found_session[1].deleted_at is not None:
             return []
@@ -116,7 +116,7 @@ class MessagePrimitives(AppendPrimitives):
         ``message_id``, both immutable) and its chat's session from the registry, which never
         loses it. A caller that reached the message another way (a tool call's or reasoning's
         locator) must not fail here because the message's own locator write was lost:
-        ``None`` from ``_replace_message`` means "changed", so ``Store`` would retry a write
+        ``None`` from ``replace_message`` means "changed", so ``Store`` would retry a write
         that could never land and report a ``Conflict``.
         """
         if message.chat_id is None:
@@ -131,12 +131,12 @@ class MessagePrimitives(AppendPrimitives):
         return found
 
     @mapped
-    async def _get_message(self, message_id: UUID) -> Message | None:
+    async def get_message(self, message_id: UUID) -> Message | None:
         found = await self._locate_visible(message_id)
         return None if found is None else found[2]
 
     @mapped
-    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+    async def get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
         session_id = await self.registry.resolve(chat_id)
         if session_id is None:
             return None
@@ -147,7 +147,7 @@ class MessagePrimitives(AppendPrimitives):
         return found[2]
 
     @mapped
-    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+    async def find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
         location = await self.locators.locate(kind, item_id)
         if location is None:
             return None
@@ -160,7 +160,7 @@ class MessagePrimitives(AppendPrimitives):
         return message
 
     @mapped
-    async def _find_nested_by_agui_id(
+    async def find_nested_by_agui_id(
         self, kind: NestedKind, chat_id: UUID, agui_id: str
     ) -> Message | None:
         session = await self._hot_session(chat_id)
@@ -177,7 +177,7 @@ class MessagePrimitives(AppendPrimitives):
     # -- edits ---------------------------------------------------------------------------
 
     @mapped
-    async def _replace_message(
+    async def replace_message(
         self, prepared: PreparedMessage, expected_revision: int, now: datetime
     ) -> Message | None:
         message_id = prepared.message.message_id
@@ -238,9 +238,7 @@ class MessagePrimitives(AppendPrimitives):
         )
 
     @mapped
-    async def _hide_messages(
-        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
-    ) -> int:
+    async def hide_messages(self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime) -> int:
         for attempt in range(ATTEMPTS):
             found = await self._chat_session(chat_id, include_deleted=False)
             if found is None or found[1].deleted_at is not None:

@@ -60,7 +60,7 @@ class RunPrimitives(StepPrimitives):
             return None
 
     @mapped
-    async def _insert_run(self, run: Run) -> Run:
+    async def insert_run(self, run: Run) -> Run:
         session, _ = await self.service.create_session(
             self.space_id,
             dedup_key=_run_key(run.chat_id, run.run_id),
@@ -70,12 +70,12 @@ class RunPrimitives(StepPrimitives):
         return self._run_of(session)
 
     @mapped
-    async def _get_run(self, chat_id: UUID, run_id: str) -> Run | None:
+    async def get_run(self, chat_id: UUID, run_id: str) -> Run | None:
         session = await self._run_session(chat_id, run_id)
         return None if session is None else self._run_of(session)
 
     @mapped
-    async def _replace_run(self, run: Run, expected_revision: int) -> Run | None:
+    async def replace_run(self, run: Run, expected_revision: int) -> Run | None:
         session = await self._run_session(run.chat_id, run.run_id)
         if session is None or session.version - 1 != expected_revision:
             return None
@@ -92,7 +92,7 @@ class RunPrimitives(StepPrimitives):
         return self._run_of(written)
 
     @mapped
-    async def _expired_runs(self, now: datetime, limit: int) -> list[Run]:
+    async def expired_runs(self, now: datetime, limit: int) -> list[Run]:
         expired: list[Run] = []
         before = None
         while True:
@@ -113,7 +113,7 @@ class RunPrimitives(StepPrimitives):
             before = sessions[-1].sequence_id
 
     @mapped
-    async def _delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
+    async def delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
         counts = {"messages": 0, "steps": 0, "runs": 0}
         found = await self._chat_session(chat_id, include_deleted=False)
         if found is not None:

@@ -2,16 +2,16 @@
 
 A step is an event of type ``step`` in its chat's session, keyed ``s:<step_id>``; its
 ``seq`` is the event's ``sequence_id`` (increasing within the chat, kept by updates).
-``_save_steps`` of one chat is one ``batch_events`` call (creates and patches together,
+``save_steps`` of one chat is one ``batch_events`` call (creates and patches together,
 conditional on the session version): atomic. Steps of several chats are one call per
 chat, so atomic per chat only.
 
-Lookups without a chat (``_get_step``, ``_steps_for_stack``) need an index across sessions.
+Lookups without a chat (``get_step``, ``steps_for_stack``) need an index across sessions.
 Unlike message locators it is written **before** the steps and not best effort: a failed
 index write fails the save before any step is stored, so every stored step is findable,
 and an index entry whose step never got written just finds nothing. ``step:<id>`` points at
 the chat's session; ``stack:<sha256>`` lists the sessions of chats holding that stack.
-Both live under the chat's ``//loc/`` prefix and go with ``_purge_chat``.
+Both live under the chat's ``//loc/`` prefix and go with ``purge_chat``.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class StepPrimitives(ArchivePrimitives):
     # -- writes --------------------------------------------------------------------------
 
     @mapped
-    async def _save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
+    async def save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
         by_chat: dict[UUID, list[Step]] = {}
         for step in steps:
             by_chat.setdefault(step.chat_id, []).append(step)
@@ -229,7 +229,7 @@ class StepPrimitives(ArchivePrimitives):
     # -- reads ---------------------------------------------------------------------------
 
     @mapped
-    async def _get_step(self, step_id: UUID) -> Step | None:
+    async def get_step(self, step_id: UUID) -> Step | None:
         try:
             entry = await self.service.find_session(
                 self.space_id,
@@ -246,12 +246,12 @@ class StepPrimitives(ArchivePrimitives):
         return self._step_of(events[0], chat_in(entry.description)) if events else None
 
     @mapped
-    async def _steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
+    async def steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
         found = await self._steps_of_chat(chat_id)
         return [] if found is None else [s for s in found[1] if s.run_id == run_id]
 
     @mapped
-    async def _steps_for_stack(self, stack_id: str) -> list[Step]:
+    async def steps_for_stack(self, stack_id: str) -> list[Step]:
         try:
             entry = await self.service.find_session(self.space_id, dedup_key=_stack_key(stack_id))
         except NotFoundError:
@@ -266,7 +266,7 @@ class StepPrimitives(ArchivePrimitives):
         return sorted(steps, key=lambda s: s.seq or 0)
 
     @mapped
-    async def _last_incomplete_step(self, chat_id: UUID) -> Step | None:
+    async def last_incomplete_step(self, chat_id: UUID) -> Step | None:
         found = await self._steps_of_chat(chat_id)
         if found is None:
             return None
@@ -274,7 +274,7 @@ class StepPrimitives(ArchivePrimitives):
         return open_steps[-1] if open_steps else None
 
     @mapped
-    async def _scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
+    async def scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
         found = await self._steps_of_chat(chat_id)
         if found is None:
             return []
@@ -283,14 +283,14 @@ class StepPrimitives(ArchivePrimitives):
     # -- archive -------------------------------------------------------------------------
 
     @mapped
-    async def _delete_hot_steps(self, chat_id: UUID) -> int:
+    async def delete_hot_steps(self, chat_id: UUID) -> int:
         found = await self._chat_session(chat_id, include_deleted=False)
         if found is None:
             return 0
         return await self._delete_typed(found[0], [STEP_TYPE])
 
     @mapped
-    async def _restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:
+    async def restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:
         found = await self._chat_session(chat_id, include_deleted=False)
         if found is None:
             return 0

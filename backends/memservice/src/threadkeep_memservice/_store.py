@@ -44,17 +44,18 @@ Capabilities: ``transactions=False``, ``strong_uuid_lookup=False`` (lost locator
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from threadkeep import Capabilities
+from threadkeep import Capabilities, Store
+from threadkeep.driver import store_for
 
 from ._chats import ChatPrimitives
 from ._runs import RunPrimitives
 
-__all__ = ["MemServiceStore"]
+__all__ = ["MemServiceDriver", "MemServiceStore"]
 
 
-class MemServiceStore(RunPrimitives, ChatPrimitives):
+class MemServiceDriver(RunPrimitives, ChatPrimitives):
     """threadkeep on the memory-service emulator; see the module docstring for the design.
 
     ``memservice://`` is a private emulator that lives as long as the store;
@@ -69,7 +70,7 @@ class MemServiceStore(RunPrimitives, ChatPrimitives):
         cache_size: Entries of each in-process LRU cache (chats, locations, sessions).
         space: Dedup key of the space the store works in (default ``"threadkeep"``).
         service: Use this emulator instead of the one the URL names.
-        **options: ``threadkeep.Store`` options (``cursor_secret``, ``clock``...).
+        **options: Nothing else: an unknown option is refused.
 
     Raises:
         InvalidArgument: If the URL or ``cache_size`` is invalid.
@@ -92,3 +93,20 @@ class MemServiceStore(RunPrimitives, ChatPrimitives):
             "steps": "save_steps is atomic per chat (one batch call per chat)",
         },
     )
+
+
+def MemServiceStore(url: str = "memservice://", **options: Any) -> Store:  # noqa: N802 - factory
+    """Return an unopened ``Store`` holding a :class:`MemServiceDriver` for ``url``.
+
+    Args:
+        url: ``memservice://`` or ``memservice://NAME`` (as for :class:`MemServiceDriver`).
+        **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``...)
+            and those of :class:`MemServiceDriver` (``faults``, ``cache_size``, ``service``...).
+
+    Returns:
+        The store; its driver (``store.driver``) gives the emulator (``service``).
+
+    Raises:
+        InvalidArgument: If the URL or an option is invalid.
+    """
+    return store_for(MemServiceDriver, url, **options)

@@ -13,9 +13,9 @@ __all__ = ["threadkeep_drivers", "threadkeep_schemes"]
 @hookimpl
 def threadkeep_drivers() -> list[type[Any]]:
     """Return the memory-service store class (scheme ``memservice``)."""
-    from ._store import MemServiceStore
+    from ._store import MemServiceDriver
 
-    return [MemServiceStore]
+    return [MemServiceDriver]
 
 
 @hookimpl

@@ -20,15 +20,17 @@ from typing import TYPE_CHECKING
 from threadkeep.driver import lazy_exports
 
 if TYPE_CHECKING:
-    from ._store import MongoStore
+    from ._store import MongoDriver, MongoStore
 
 __all__ = [
+    "MongoDriver",
     "MongoStore",
 ]
 
 # Loaded on first use: the plugin entry point imports this package, and loading plugins must
 # not pull in the driver's heavy dependencies until its scheme is opened.
 _LAZY = {
+    "MongoDriver": "_store",
     "MongoStore": "_store",
 }
 

@@ -41,7 +41,7 @@ def _held(stored: dict[str | None, Document], agui_id: str) -> tuple[str, Docume
 
 
 class MongoAppendsMixin(MongoBase):
-    """``_insert_messages``, ``_replace_message`` and ``_hide_messages``.
+    """``insert_messages``, ``replace_message`` and ``hide_messages``.
 
     Appends to one chat from one store are queued on a per-chat ``asyncio.Lock``: they
     would only conflict on the chat document and retry (issue 12: 50 writers on one chat);
@@ -59,7 +59,7 @@ class MongoAppendsMixin(MongoBase):
             lock = locks[chat_id] = asyncio.Lock()
         return lock
 
-    async def _insert_messages(
+    async def insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         async with self._append_lock(chat_id):
@@ -223,7 +223,7 @@ class MongoAppendsMixin(MongoBase):
                 {"_id": doc["_id"], "chat_id": doc["chat_id"], "seq": doc["seq"]}
             )
 
-    async def _replace_message(
+    async def replace_message(
         self, prepared: PreparedMessage, expected_revision: int, now: datetime
     ) -> Message | None:
         with map_errors("update a message"):
@@ -276,9 +276,7 @@ class MongoAppendsMixin(MongoBase):
             after.pop(field, None)
         return self._message_from_doc(after, prepared.body)
 
-    async def _hide_messages(
-        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
-    ) -> int:
+    async def hide_messages(self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime) -> int:
         with map_errors("delete messages"):
             return await self._write(lambda s: self._hide(chat_id, message_ids, now, s))
 

@@ -33,16 +33,16 @@ def _groups(items: Sequence[T], size: int) -> list[list[T]]:
 
 
 class MongoArchiveMixin(MongoBase):
-    """``_scan_messages``, ``_delete_hot_messages``, ``_restore_messages`` and the step pair."""
+    """``scan_messages``, ``delete_hot_messages``, ``restore_messages`` and the step pair."""
 
-    async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+    async def scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         with map_errors("scan messages"):
             cursor = self._cols.messages.find(
                 {"chat_id": chat_id, "seq": {"$gt": after_seq}}, sort=[("seq", 1)], limit=limit
             )
             return await self._messages_from_docs(await cursor.to_list(None))
 
-    async def _delete_hot_messages(self, chat_id: UUID) -> int:
+    async def delete_hot_messages(self, chat_id: UUID) -> int:
         with map_errors("delete hot messages"):
             return await self._write(partial(self._delete_messages, chat_id))
 
@@ -51,12 +51,12 @@ class MongoArchiveMixin(MongoBase):
         await self._cols.chunks.delete_many({"chat_id": chat_id}, session=session)
         return deleted.deleted_count
 
-    async def _delete_hot_steps(self, chat_id: UUID) -> int:
+    async def delete_hot_steps(self, chat_id: UUID) -> int:
         with map_errors("delete hot steps"):
             deleted = await self._cols.steps.delete_many({"chat_id": chat_id})
         return deleted.deleted_count
 
-    async def _delete_archived_rows(
+    async def delete_archived_rows(
         self, chat_id: UUID, expected_revision: int
     ) -> dict[str, int] | None:
         with map_errors("delete archived rows"):
@@ -82,7 +82,7 @@ class MongoArchiveMixin(MongoBase):
         messages = await self._delete_messages(chat_id, session)
         return {"messages": messages, "steps": steps.deleted_count}
 
-    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+    async def index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
         ids = list(dict.fromkeys(item_ids))
         if not ids:
             return 0
@@ -100,12 +100,12 @@ class MongoArchiveMixin(MongoBase):
                 return int(exc.details.get("nInserted", 0))
             return len(result.inserted_ids)
 
-    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+    async def archived_chat_of(self, item_id: UUID) -> UUID | None:
         with map_errors("look up an archived id"):
             doc = await self._cols.archived_ids.find_one({"_id": item_id})
         return None if doc is None else UUID(str(doc["chat_id"]))
 
-    async def _restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
+    async def restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
         inserted = 0
         with map_errors("restore messages"):
             for group in _groups(messages, _RESTORE_GROUP):
@@ -157,7 +157,7 @@ class MongoArchiveMixin(MongoBase):
             doc["agui_id"] = message.agui_id
         return doc, chunks
 
-    async def _restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:
+    async def restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:
         inserted = 0
         with map_errors("restore steps"):
             for group in _groups(steps, _RESTORE_GROUP):

@@ -5,7 +5,7 @@ transaction on a replica set or sharded cluster, retried from the start a bounde
 times when MongoDB labels an error ``TransientTransactionError`` (write conflicts: two
 appends to one chat both reserving seqs on its document). On a standalone server, which has
 no transactions, the same work runs without a session and each write step compensates for
-itself (see ``capabilities`` on :class:`threadkeep_mongodb.MongoStore`).
+itself (see ``capabilities`` on :class:`threadkeep_mongodb.MongoDriver`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import ConnectionFailure, PyMongoError
 
-from threadkeep import BackendUnavailable, Chat, Message, Store
+from threadkeep import BackendUnavailable, Chat, Message
+from threadkeep.driver import DriverBase
 
 from ._codec import Document, join_chunks, required, stored_time
 from ._errors import TRANSIENT_LABEL, UNKNOWN_COMMIT_LABEL
@@ -127,7 +128,7 @@ async def _abort(session: AsyncClientSession) -> None:
             await session.abort_transaction()
 
 
-class MongoBase(Store):
+class MongoBase(DriverBase):
     """Connection state and the helpers the chat, message, run and archive parts share."""
 
     shield_writes = True  # a cancelled write commits or aborts whole (issue 12)

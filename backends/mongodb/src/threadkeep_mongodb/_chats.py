@@ -23,7 +23,7 @@ _CREATE_ATTEMPTS = 3
 class MongoChatsMixin(MongoBase):
     """Chats: idempotent create on a partial unique index, compare-and-set updates, pages."""
 
-    async def _insert_chat(self, chat: Chat) -> Chat:
+    async def insert_chat(self, chat: Chat) -> Chat:
         key = chat.dedup_key
         with map_errors("create a chat"):
             for _ in range(_CREATE_ATTEMPTS):
@@ -63,12 +63,12 @@ class MongoChatsMixin(MongoBase):
         await self._cols.chats.insert_one(doc, session=session)
         return self._chat_from_doc(doc)
 
-    async def _get_chat(self, chat_id: UUID) -> Chat | None:
+    async def get_chat(self, chat_id: UUID) -> Chat | None:
         with map_errors("read a chat"):
             doc = await self._cols.chats.find_one({"_id": chat_id})
         return None if doc is None else self._chat_from_doc(doc)
 
-    async def _find_live_chat(
+    async def find_live_chat(
         self, user_id: str, thread_id: str, tenant_id: str | None = None
     ) -> Chat | None:
         key = chat_deduplication_key(user_id, thread_id, tenant_id)
@@ -76,7 +76,7 @@ class MongoChatsMixin(MongoBase):
             doc = await self._cols.chats.find_one({"dedup_key": key, "live": True})
         return None if doc is None else self._chat_from_doc(doc)
 
-    async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
+    async def update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
         query: Document = {"_id": chat.chat_id}
         if expected_revision is not None:
             query["revision"] = expected_revision
@@ -100,7 +100,7 @@ class MongoChatsMixin(MongoBase):
                 raise Conflict(msg) from exc
         return None if doc is None else self._chat_from_doc(doc)
 
-    async def _page_chats(
+    async def page_chats(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[Chat]:
         with map_errors("list chats"):
@@ -109,7 +109,7 @@ class MongoChatsMixin(MongoBase):
             )
             return self._chats_from_docs(await cursor.to_list(None))
 
-    async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
+    async def purge_chat(self, chat_id: UUID) -> dict[str, int]:
         """Remove a chat for good: children first, the chat document last.
 
         The chat is first made unwritable (appends stop, its key is released), so a purge

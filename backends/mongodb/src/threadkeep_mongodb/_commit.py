@@ -1,4 +1,4 @@
-"""``_commit_run``: a run record with its messages and steps, in one transaction.
+"""``commit_run``: a run record with its messages and steps, in one transaction.
 
 ``Store.begin_run`` and ``Store.end_run`` call it, so a buffered run costs two writes and a
 crash never leaves half of one: the run check, the appends (seqs reserved on the chat
@@ -40,7 +40,7 @@ class _RunBatch:
 class MongoCommitRunMixin(MongoRunsMixin, MongoAppendsMixin):
     """The atomic run batch on top of the append and step writes."""
 
-    async def _commit_run(
+    async def commit_run(
         self,
         run: Run,
         expected_revision: int | None,

@@ -44,7 +44,7 @@ class MongoMessagesMixin(MongoBase):
         found, docs = await asyncio.gather(chat_read, cursor.to_list(None))
         return None if found is None else docs
 
-    async def _get_message(self, message_id: UUID) -> Message | None:
+    async def get_message(self, message_id: UUID) -> Message | None:
         with map_errors("read a message"):
             doc = await self._cols.messages.find_one({"_id": message_id, "deleted_us": None})
             if doc is None:
@@ -55,7 +55,7 @@ class MongoMessagesMixin(MongoBase):
             found = await self._messages_from_docs([doc])
         return found[0] if found else None
 
-    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+    async def get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
         with map_errors("read a message"):
             doc = await self._cols.messages.find_one(
                 {"chat_id": chat_id, "agui_id": {"$eq": agui_id}, "deleted_us": None}
@@ -65,7 +65,7 @@ class MongoMessagesMixin(MongoBase):
             found = await self._messages_from_docs([doc])
         return found[0] if found else None
 
-    async def _page_messages(
+    async def page_messages(
         self,
         chat_id: UUID,
         message_filter: MessageFilter,
@@ -79,13 +79,13 @@ class MongoMessagesMixin(MongoBase):
             docs = await self._hot_and_docs(chat_id, query, -1, limit)
             return None if docs is None else await self._messages_from_docs(docs)
 
-    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+    async def messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         query = {"seq": {"$gt": after_seq}, "deleted_us": None}
         with map_errors("read messages"):
             docs = await self._hot_and_docs(chat_id, query, 1, limit, chat="live")
             return [] if docs is None else await self._messages_from_docs(docs)
 
-    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
+    async def last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
         """One aggregation: each live, hot chat joined with its newest visible message.
 
         The ``$lookup`` sub-pipeline (``$match`` on ``chat_id``, ``$sort`` seq descending,
@@ -113,7 +113,7 @@ class MongoMessagesMixin(MongoBase):
             messages = await self._messages_from_docs(docs)
         return {m.chat_id: m for m in messages if m.chat_id is not None}
 
-    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+    async def find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
         with map_errors("find a nested record"):
             cursor = self._cols.messages.find(
                 {_NESTED_ID[kind]: item_id, "deleted_us": None}, limit=_HOLDERS_READ
@@ -124,7 +124,7 @@ class MongoMessagesMixin(MongoBase):
             found = await self._messages_from_docs(holders[:1])
         return found[0] if found else None
 
-    async def _find_nested_by_agui_id(
+    async def find_nested_by_agui_id(
         self, kind: NestedKind, chat_id: UUID, agui_id: str
     ) -> Message | None:
         query = {f"{_NESTED_LIST[kind]}.agui_id": {"$eq": agui_id}, "deleted_us": None}

@@ -37,7 +37,7 @@ class MongoRunsMixin(MongoBase):
             seq=required(doc, "seq"),
         )
 
-    async def _save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
+    async def save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
         with map_errors("save steps"):
             return await self._write(lambda s: self._save(steps, now, s))
 
@@ -94,7 +94,7 @@ class MongoRunsMixin(MongoBase):
                 first[chat_id] = chat["next_step_seq"] - len(new_ids)
         return first
 
-    async def _get_step(self, step_id: UUID) -> Step | None:
+    async def get_step(self, step_id: UUID) -> Step | None:
         with map_errors("read a step"):
             doc = await self._cols.steps.find_one({"_id": step_id})
         return None if doc is None else self._step_from_doc(doc)
@@ -107,22 +107,22 @@ class MongoRunsMixin(MongoBase):
             cursor = self._cols.steps.find(query, sort=sort, limit=limit)
             return [self._step_from_doc(doc) async for doc in cursor]
 
-    async def _steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
+    async def steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
         return await self._steps_where({"chat_id": chat_id, "run_id": {"$eq": run_id}})
 
-    async def _steps_for_stack(self, stack_id: str) -> list[Step]:
+    async def steps_for_stack(self, stack_id: str) -> list[Step]:
         return await self._steps_where({"stack_id": {"$eq": stack_id}})
 
-    async def _last_incomplete_step(self, chat_id: UUID) -> Step | None:
+    async def last_incomplete_step(self, chat_id: UUID) -> Step | None:
         query = {"chat_id": chat_id, "completed": False}
         found = await self._steps_where(query, descending=True, limit=1)
         return found[0] if found else None
 
-    async def _scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
+    async def scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
         query = {"chat_id": chat_id, "seq": {"$gt": after_seq}}
         return await self._steps_where(query, limit=limit)
 
-    async def _delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
+    async def delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
         with map_errors("discard a run"):
             return await self._write(lambda s: self._discard(chat_id, run_id, s))
 
@@ -165,7 +165,7 @@ class MongoRunsMixin(MongoBase):
             "body": self.record_body(run),
         }
 
-    async def _insert_run(self, run: Run) -> Run:
+    async def insert_run(self, run: Run) -> Run:
         key = {"chat_id": run.chat_id, "run_id": {"$eq": run.run_id}}
         with map_errors("start a run"):
             try:
@@ -179,12 +179,12 @@ class MongoRunsMixin(MongoBase):
         assert doc is not None
         return self._run_from_doc(doc)
 
-    async def _get_run(self, chat_id: UUID, run_id: str) -> Run | None:
+    async def get_run(self, chat_id: UUID, run_id: str) -> Run | None:
         with map_errors("read a run"):
             doc = await self._cols.runs.find_one({"chat_id": chat_id, "run_id": {"$eq": run_id}})
         return None if doc is None else self._run_from_doc(doc)
 
-    async def _replace_run(self, run: Run, expected_revision: int) -> Run | None:
+    async def replace_run(self, run: Run, expected_revision: int) -> Run | None:
         query = {
             "chat_id": run.chat_id,
             "run_id": {"$eq": run.run_id},
@@ -198,7 +198,7 @@ class MongoRunsMixin(MongoBase):
             )
         return None if doc is None else self._run_from_doc(doc)
 
-    async def _expired_runs(self, now: datetime, limit: int) -> list[Run]:
+    async def expired_runs(self, now: datetime, limit: int) -> list[Run]:
         query = {"active": True, "lease_expires_us": {"$lt": to_us(now)}}
         with map_errors("find expired runs"):
             cursor = self._cols.runs.find(query, sort=[("lease_expires_us", 1)], limit=limit)

@@ -18,7 +18,7 @@ Bodies are JSON text
     _id: UUID (chat_id)      seq: int64 (store-wide, from the chat_seq counter)
     dedup_key: str           live: bool (not deleted)
     writable: bool (live, status active, not being purged: appends need it)
-    purging: true (only while ``_purge_chat`` removes the chat)
+    purging: true (only while ``purge_chat`` removes the chat)
     user_id, thread_id, tenant_id, team_id, agent_id, channel, status, share, name: str | null
     name_folded: str | null (casefolded name, for the keyword filter)
     revision: int64          next_seq: int64 (next message seq)   next_step_seq: int64

@@ -11,6 +11,7 @@ from pymongo import AsyncMongoClient, IndexModel, ReturnDocument
 from pymongo.errors import PyMongoError
 
 from threadkeep import BackendUnavailable, Capabilities, InvalidArgument, Store
+from threadkeep.driver import store_for
 
 from ._archive import MongoArchiveMixin
 from ._base import Collections
@@ -23,7 +24,7 @@ from ._messages import MongoMessagesMixin
 from ._schema import SCHEMA_VERSION, collection_names, indexes
 from ._upgrade import upgrade_schema
 
-__all__ = ["MongoStore"]
+__all__ = ["MongoDriver", "MongoStore"]
 
 _SECRET_ID = "cursor_secret"  # noqa: S105 - the id of the document, not a secret
 _SCHEMA = "schema"
@@ -38,14 +39,13 @@ _STANDALONE_NOTE = (
 )
 
 
-class MongoStore(
+class MongoDriver(
     MongoCommitRunMixin,
     MongoArchiveMixin,
     MongoMessagesMixin,
     MongoChatsMixin,
-    Store,
 ):
-    """Chat history in MongoDB (``mongodb://`` and ``mongodb+srv://`` URLs).
+    """The threadkeep driver for MongoDB (``mongodb://`` and ``mongodb+srv://`` URLs).
 
     The database is the URL's path (``mongodb://host:27017/mydb``; ``threadkeep`` when
     absent); every other URL option goes to PyMongo. See :mod:`threadkeep_mongodb._schema`
@@ -61,8 +61,7 @@ class MongoStore(
         unique_agui_index: Make the ``(chat_id, agui_id)`` index unique (default); pass
             ``False`` when ``messages`` is sharded on ``{chat_id: 1, seq: 1}``.
         client_options: Extra keyword options for ``pymongo.AsyncMongoClient``.
-        **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``,
-            ``max_message_bytes``, ``message_model``, ``chat_model``).
+        **options: Nothing else: an unknown option is refused.
 
     Raises:
         InvalidArgument: If the URL (its port, an option; see :func:`check_url`), the
@@ -204,3 +203,21 @@ class MongoStore(
                 doc = await self._cols.meta.find_one(query)
         assert doc is not None
         return bytes(doc["value"])
+
+
+def MongoStore(url: str, **options: Any) -> Store:  # noqa: N802 - the documented factory
+    """Return an unopened ``Store`` holding a :class:`MongoDriver` for ``url``.
+
+    Args:
+        url: A MongoDB connection string (as for :class:`MongoDriver`).
+        **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``,
+            ``max_message_bytes``, ``message_model``, ``chat_model``, ``auto_migrate``...)
+            and those of :class:`MongoDriver` (``collection_prefix``, ``use_transactions``...).
+
+    Returns:
+        The store; its driver is ``store.driver``.
+
+    Raises:
+        InvalidArgument: If the URL or an option is invalid.
+    """
+    return store_for(MongoDriver, url, **options)

@@ -13,9 +13,9 @@ __all__ = ["threadkeep_drivers", "threadkeep_schemes"]
 @hookimpl
 def threadkeep_drivers() -> list[type[Any]]:
     """Return the MongoDB store class (schemes ``mongodb`` and ``mongodb+srv``)."""
-    from ._store import MongoStore  # lazy: loading plugins must stay cheap
+    from ._store import MongoDriver  # lazy: loading plugins must stay cheap
 
-    return [MongoStore]
+    return [MongoDriver]
 
 
 @hookimpl

@@ -19,9 +19,10 @@ from threadkeep.driver import lazy_exports
 
 if TYPE_CHECKING:
     from ._errors import map_native_errors
-    from ._store import SqlStore
+    from ._store import SqlDriver, SqlStore
 
 __all__ = [
+    "SqlDriver",
     "SqlStore",
     "map_native_errors",
 ]
@@ -29,6 +30,7 @@ __all__ = [
 # Loaded on first use: the plugin entry point imports this package, and loading plugins must
 # not pull in the driver's heavy dependencies until its scheme is opened.
 _LAZY = {
+    "SqlDriver": "_store",
     "SqlStore": "_store",
     "map_native_errors": "_errors",
 }

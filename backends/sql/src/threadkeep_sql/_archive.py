@@ -54,21 +54,21 @@ def step_values(step: Step, body: str) -> dict[str, Any]:
 
 
 class ArchiveMixin(SqlBase):
-    """``_scan_messages``, ``_delete_hot_messages``, ``_restore_messages`` and the step pair."""
+    """``scan_messages``, ``delete_hot_messages``, ``restore_messages`` and the step pair."""
 
-    async def _scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+    async def scan_messages(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         async with self._db.runner() as run:
             params = {"chat_id": chat_id, "after": after_seq, "limit": limit}
             rows = await run.all(_SCAN, params)
         return self._message_rows(rows)
 
-    async def _delete_hot_messages(self, chat_id: UUID) -> int:
+    async def delete_hot_messages(self, chat_id: UUID) -> int:
         async with self._db.transaction() as conn:
             await conn.execute(sa.delete(message_refs).where(message_refs.c.chat_id == chat_id))
             result = await conn.execute(sa.delete(messages).where(_m.chat_id == chat_id))
         return result.rowcount
 
-    async def _delete_archived_rows(
+    async def delete_archived_rows(
         self, chat_id: UUID, expected_revision: int
     ) -> dict[str, int] | None:
         archived = (
@@ -91,7 +91,7 @@ class ArchiveMixin(SqlBase):
             )
         return {"messages": removed.rowcount, "steps": removed_steps.rowcount}
 
-    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+    async def index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
         wanted = list(dict.fromkeys(item_ids))
         if not wanted:
             return 0
@@ -106,13 +106,13 @@ class ArchiveMixin(SqlBase):
                 await conn.execute(insert, fresh)
         return len(fresh)
 
-    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+    async def archived_chat_of(self, item_id: UUID) -> UUID | None:
         stmt = sa.select(archived_ids.c.chat_id).where(archived_ids.c.item_id == item_id)
         async with self._db.read() as conn:
             chat_id: UUID | None = (await conn.execute(stmt)).scalar()
         return chat_id
 
-    async def _restore_messages(self, chat_id: UUID, messages_: Sequence[Message]) -> int:
+    async def restore_messages(self, chat_id: UUID, messages_: Sequence[Message]) -> int:
         async with self._db.transaction() as conn:
             counters = (await conn.execute(_LOCK_CHAT, {"chat_id": chat_id})).first()
             if counters is None:
@@ -169,12 +169,12 @@ class ArchiveMixin(SqlBase):
             "body": self.message_body(message),
         }
 
-    async def _delete_hot_steps(self, chat_id: UUID) -> int:
+    async def delete_hot_steps(self, chat_id: UUID) -> int:
         async with self._db.transaction() as conn:
             result = await conn.execute(sa.delete(steps).where(steps.c.chat_id == chat_id))
         return result.rowcount
 
-    async def _restore_steps(self, chat_id: UUID, steps_: Sequence[Step]) -> int:
+    async def restore_steps(self, chat_id: UUID, steps_: Sequence[Step]) -> int:
         async with self._db.transaction() as conn:
             counters = (await conn.execute(_LOCK_CHAT, {"chat_id": chat_id})).first()
             if counters is None:

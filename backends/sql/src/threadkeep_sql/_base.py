@@ -10,7 +10,8 @@ from uuid import UUID
 from sqlalchemy import Table
 from sqlalchemy.dialects import postgresql, sqlite
 
-from threadkeep import Chat, Message, PreparedMessage, Store, as_utc
+from threadkeep import Chat, Message, PreparedMessage, as_utc
+from threadkeep.driver import DriverBase
 
 from ._engine import Database
 
@@ -68,8 +69,8 @@ def ref_values(message: Message, chat_id: UUID, seq: int) -> list[dict[str, Any]
     return rows
 
 
-class SqlBase(Store):
-    """Shared state of :class:`threadkeep_sql.SqlStore`; see there."""
+class SqlBase(DriverBase):
+    """Shared state of :class:`threadkeep_sql.SqlDriver`; see there."""
 
     shield_writes = True  # a cancelled write must not leave BEGIN IMMEDIATE held (issue 12)
 

@@ -178,7 +178,7 @@ def needs_recheck(chat_filter: ChatFilter) -> bool:
 
 
 class ChatsMixin(SqlBase):
-    """Chat primitives (``DriverPrimitives``, "chats") and ``_load_secret``."""
+    """Chat primitives (``threadkeep.driver``, "chats") and ``_load_secret``."""
 
     async def _load_secret(self, candidate: bytes) -> bytes:
         stmt = self._upsert(settings).on_conflict_do_nothing(index_elements=[settings.c.key])
@@ -188,7 +188,7 @@ class ChatsMixin(SqlBase):
             stored = (await conn.execute(_GET_SECRET)).scalar_one()
         return bytes.fromhex(stored)
 
-    async def _insert_chat(self, chat: Chat) -> Chat:
+    async def insert_chat(self, chat: Chat) -> Chat:
         values = {
             **_chat_columns(chat),
             "chat_id": chat.chat_id,
@@ -214,17 +214,17 @@ class ChatsMixin(SqlBase):
                 seq = (await conn.execute(stmt, values)).scalar_one_or_none()
             if seq is not None:
                 return chat.model_copy(update={"seq": seq, "revision": 0})
-            existing = await self._find_live_chat(chat.user_id, chat.thread_id, chat.tenant_id)
+            existing = await self.find_live_chat(chat.user_id, chat.thread_id, chat.tenant_id)
             if existing is not None:
                 return existing
         raise Conflict(f"the chat ({chat.user_id!r}, {chat.thread_id!r}) kept changing; retry")
 
-    async def _get_chat(self, chat_id: UUID) -> Chat | None:
+    async def get_chat(self, chat_id: UUID) -> Chat | None:
         async with self._db.runner() as run:
             row = await run.first(_GET_CHAT, {"chat_id": chat_id})
         return None if row is None else self._chat_row(row)
 
-    async def _find_live_chat(
+    async def find_live_chat(
         self, user_id: str, thread_id: str, tenant_id: str | None = None
     ) -> Chat | None:
         key = chat_deduplication_key(user_id, thread_id, tenant_id)
@@ -232,7 +232,7 @@ class ChatsMixin(SqlBase):
             row = await run.first(_FIND_LIVE, {"dedup_key": key})
         return None if row is None else self._chat_row(row)
 
-    async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
+    async def update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
         stmt = sa.update(chats).where(chats.c.chat_id == chat.chat_id)
         if expected_revision is not None:
             stmt = stmt.where(chats.c.revision == expected_revision)
@@ -248,7 +248,7 @@ class ChatsMixin(SqlBase):
                 row = (await conn.execute(stmt)).first()
         return None if row is None else self._chat_row(row)
 
-    async def _page_chats(
+    async def page_chats(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[Chat]:
         recheck = needs_recheck(chat_filter)
@@ -264,7 +264,7 @@ class ChatsMixin(SqlBase):
             before_seq = rows[-1][0]
         return found[:limit]
 
-    async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
+    async def purge_chat(self, chat_id: UUID) -> dict[str, int]:
         counts: dict[str, int] = {}
         async with self._db.transaction() as conn:
             for kind, table in (

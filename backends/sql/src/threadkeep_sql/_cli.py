@@ -19,13 +19,13 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 
-from threadkeep import InvalidArgument, ThreadkeepError
+from threadkeep import InvalidArgument, Store, ThreadkeepError
 
 from ._engine import normalize_url
 from ._migrate import lock_schema
 from ._options import MAX_PARTITIONS
 from ._partition import partition_tables
-from ._store import SqlStore
+from ._store import SqlDriver
 
 __all__ = ["main", "partition_store"]
 
@@ -33,7 +33,7 @@ __all__ = ["main", "partition_store"]
 async def partition_store(url: str, partitions: int) -> dict[str, int]:
     """Convert the store at ``url`` to ``partitions`` hash partitions of ``chat_id``.
 
-    The store is first migrated to the head revision (as ``SqlStore.open`` does).
+    The store is first migrated to the head revision (as ``Store.open`` does).
 
     Args:
         url: A ``postgresql+asyncpg://`` store URL (``?schema=`` and the other URL options
@@ -52,7 +52,8 @@ async def partition_store(url: str, partitions: int) -> dict[str, int]:
         raise InvalidArgument(f"--partitions must be from 2 to {MAX_PARTITIONS}, not {partitions}")
     if normalize_url(url).get_backend_name() != "postgresql":
         raise InvalidArgument("partitioning is for PostgreSQL stores; this URL is SQLite")
-    async with SqlStore(url) as store, store.db.transaction() as conn:
+    driver = SqlDriver(url)
+    async with Store(driver), driver.db.transaction() as conn:
         await conn.run_sync(lock_schema)
         return await conn.run_sync(partial(partition_tables, partitions=partitions))
 

@@ -1,4 +1,4 @@
-"""``_commit_run``: a run record with its messages and steps, in one transaction.
+"""``commit_run``: a run record with its messages and steps, in one transaction.
 
 Three ways, by backend: PostgreSQL sends the common case as one statement
 (:mod:`._pg_commit`), SQLite runs the whole transaction in one thread hop
@@ -42,9 +42,9 @@ _UNDECIDED = _Undecided()
 
 
 class CommitMixin(MessagesMixin, RunsMixin):
-    """The atomic ``_commit_run`` (``Store.begin_run`` / ``Store.end_run``)."""
+    """The atomic ``commit_run`` (``Store.begin_run`` / ``Store.end_run``)."""
 
-    async def _commit_run(
+    async def commit_run(
         self,
         run: Run,
         expected_revision: int | None,
@@ -60,7 +60,7 @@ class CommitMixin(MessagesMixin, RunsMixin):
                 return fast
         return await self._commit_run_transaction(run, expected_revision, messages, steps, now)
 
-    async def _read_run_context(
+    async def read_run_context(
         self, chat_id: UUID, agui_ids: Sequence[str], limit: int
     ) -> tuple[Message | None, list[Message], bool, dict[str, Message]] | None:
         if self._db.dialect == "sqlite":

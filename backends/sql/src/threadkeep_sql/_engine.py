@@ -602,5 +602,5 @@ class Database:
                 for conn, _ in held:
                     await conn.close()
                 await self.engine.dispose()
-        except Exception:  # noqa: BLE001 - closing must not raise (DriverPrimitives._close)
+        except Exception:  # noqa: BLE001 - closing must not raise (Driver.close)
             return

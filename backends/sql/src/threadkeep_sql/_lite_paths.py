@@ -93,9 +93,9 @@ def _page(ops: LiteOps, params: dict[str, Any]) -> Sequence[Sequence[Any]] | Non
 
 
 class LiteMixin(MessagesMixin):
-    """``_insert_messages`` and unfiltered ``_page_messages`` on SQLite in one hop each."""
+    """``insert_messages`` and unfiltered ``page_messages`` on SQLite in one hop each."""
 
-    async def _insert_messages(
+    async def insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         if self._db.dialect != "sqlite":
@@ -111,7 +111,7 @@ class LiteMixin(MessagesMixin):
             for item, (seq, row) in zip(messages, outcomes, strict=True)
         ]
 
-    async def _page_messages(
+    async def page_messages(
         self,
         chat_id: UUID,
         message_filter: MessageFilter,
@@ -119,7 +119,7 @@ class LiteMixin(MessagesMixin):
         limit: int,
     ) -> list[Message] | None:
         if self._db.dialect != "sqlite" or message_filter != _NO_FILTER:
-            return await super()._page_messages(chat_id, message_filter, before_seq, limit)
+            return await super().page_messages(chat_id, message_filter, before_seq, limit)
         params = {
             "chat_id": chat_id,
             "before": _NO_SEQ_SQLITE if before_seq is None else before_seq,

@@ -1,4 +1,4 @@
-"""``_load_messages``: the bulk path of ``Store.load_messages`` (COPY / multi-row inserts).
+"""``load_messages``: the bulk path of ``Store.load_messages`` (COPY / multi-row inserts).
 
 One transaction per batch, on either engine:
 
@@ -112,9 +112,9 @@ def _plan(
 
 
 class LoadMixin(MessagesMixin):
-    """``_load_messages`` (``DriverPrimitives``), see the module docstring."""
+    """``load_messages`` (``threadkeep.driver``), see the module docstring."""
 
-    async def _load_messages(
+    async def load_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[int | None] | None:
         if self._db.dialect == "postgresql":

@@ -246,14 +246,14 @@ def _filtered_page(message_filter: MessageFilter) -> sa.Select[Any]:
 
 
 class MessagesMixin(SqlBase):
-    """Message primitives (``DriverPrimitives``, "messages")."""
+    """Message primitives (``threadkeep.driver``, "messages")."""
 
     _last_messages_sql: sa.Select[Any]
     _group: GroupCommitter | None = None
 
     # -- append --------------------------------------------------------------------------
 
-    async def _insert_messages(
+    async def insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         return await self._insert_any(chat_id, messages, now)
@@ -391,10 +391,10 @@ class MessagesMixin(SqlBase):
 
     # -- single messages -----------------------------------------------------------------
 
-    async def _get_message(self, message_id: UUID) -> Message | None:
+    async def get_message(self, message_id: UUID) -> Message | None:
         return await self._one(_GET, {"message_id": message_id})
 
-    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+    async def get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
         return await self._one(_GET_BY_AGUI, {"chat_id": chat_id, "agui_id": agui_id})
 
     async def _one(self, stmt: sa.Executable, params: dict[str, Any]) -> Message | None:
@@ -402,7 +402,7 @@ class MessagesMixin(SqlBase):
             row = await run.first(stmt, params)
         return None if row is None else self._message_row(row)
 
-    async def _replace_message(
+    async def replace_message(
         self, prepared: PreparedMessage, expected_revision: int, now: datetime
     ) -> Message | None:
         message = prepared.message
@@ -437,9 +437,7 @@ class MessagesMixin(SqlBase):
             updated_at=now,
         )
 
-    async def _hide_messages(
-        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
-    ) -> int:
+    async def hide_messages(self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime) -> int:
         if not message_ids:
             return 0
         hide = (
@@ -456,7 +454,7 @@ class MessagesMixin(SqlBase):
 
     # -- pages ---------------------------------------------------------------------------
 
-    async def _page_messages(
+    async def page_messages(
         self,
         chat_id: UUID,
         message_filter: MessageFilter,
@@ -478,26 +476,26 @@ class MessagesMixin(SqlBase):
                 return None
         return self._message_rows(rows)
 
-    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+    async def messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         async with self._db.runner() as run:
             params = {"chat_id": chat_id, "after": after_seq, "limit": limit}
             rows = await run.all(_AFTER, params)
         return self._message_rows(rows)
 
-    async def _last_boundary(self, chat_id: UUID) -> Message | None:
+    async def last_boundary(self, chat_id: UUID) -> Message | None:
         return await self._one(_LAST_BOUNDARY, {"chat_id": chat_id})
 
-    async def _last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
+    async def last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
         async with self._db.runner() as run:
             rows = await run.all(self._last_messages_sql, {"chat_ids": list(chat_ids)})
         return {m.chat_id: m for m in self._message_rows(rows) if m.chat_id is not None}
 
     # -- nested lookups ------------------------------------------------------------------
 
-    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+    async def find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
         return await self._one(_FIND_NESTED, {"kind": kind, "item_id": item_id})
 
-    async def _find_nested_by_agui_id(
+    async def find_nested_by_agui_id(
         self, kind: NestedKind, chat_id: UUID, agui_id: str
     ) -> Message | None:
         params = {"kind": kind, "chat_id": chat_id, "agui_id": agui_id}

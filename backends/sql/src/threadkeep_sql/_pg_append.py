@@ -1,4 +1,4 @@
-"""PostgreSQL appends in one round trip each (the fast path of ``_insert_messages``).
+"""PostgreSQL appends in one round trip each (the fast path of ``insert_messages``).
 
 Measured in this workplace, the idiomatic SQLAlchemy style (a transaction, a SELECT for the
 next seq, an INSERT, an UPDATE) costs 2.3-3.9x raw asyncpg; these statements get close to raw:

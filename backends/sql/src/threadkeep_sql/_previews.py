@@ -1,9 +1,9 @@
-"""A page of chats with each chat's newest message in one query (``_page_chats_with_last``).
+"""A page of chats with each chat's newest message in one query (``page_chats_with_last``).
 
 PostgreSQL: the chat page as a subquery, ``LEFT JOIN LATERAL`` the newest visible message
 of each (``ORDER BY seq DESC LIMIT 1`` on the primary key). SQLite: the same page joined to
 the message whose seq a correlated subquery picks the same way (SQLite has no ``LATERAL``).
-Only live, active chats get a message, as ``_last_messages`` reads.
+Only live, active chats get a message, as ``last_messages`` reads.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from uuid import UUID
 import sqlalchemy as sa
 
 from threadkeep import Chat, ChatFilter, Message
+from threadkeep.driver import chats_with_last
 
 from ._base import SqlBase
 from ._chats import chat_filter_clauses, chat_filter_shape, needs_recheck
@@ -85,13 +86,13 @@ def previews_statement(shape: tuple[Hashable, ...], after: bool) -> sa.Select[An
 
 
 class PreviewsMixin(SqlBase):
-    """``_page_chats_with_last`` in one query (the optional primitive's fast path)."""
+    """``page_chats_with_last`` in one query (the optional primitive's fast path)."""
 
-    async def _page_chats_with_last(
+    async def page_chats_with_last(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[tuple[Chat, Message | None]]:
         if needs_recheck(chat_filter):  # pages re-checked in Python: the two-step default
-            return await super()._page_chats_with_last(chat_filter, before_seq, limit)
+            return await chats_with_last(self, chat_filter, before_seq, limit)
         shape, params = chat_filter_shape(chat_filter, self._db.dialect)
         params["limit"] = limit
         if before_seq is not None:

@@ -53,7 +53,7 @@ def run_values(run: Run, body: str) -> dict[str, Any]:
 
 
 class RunsMixin(SqlBase):
-    """Step and run primitives (``DriverPrimitives``, "steps and runs")."""
+    """Step and run primitives (``threadkeep.driver``, "steps and runs")."""
 
     def _step(self, row: Sequence[Any]) -> Step:
         chat_id, seq, body = row
@@ -63,7 +63,7 @@ class RunsMixin(SqlBase):
         chat_id, revision, body = row
         return self.record_from_body(Run, body, chat_id=chat_id, revision=revision)
 
-    async def _save_steps(self, steps_: Sequence[Step], now: datetime) -> list[Step]:
+    async def save_steps(self, steps_: Sequence[Step], now: datetime) -> list[Step]:
         for _ in range(_SAVE_ATTEMPTS):
             try:
                 async with self._db.transaction() as conn:
@@ -132,7 +132,7 @@ class RunsMixin(SqlBase):
                 first[chat_id] = top - count
         return first
 
-    async def _get_step(self, step_id: UUID) -> Step | None:
+    async def get_step(self, step_id: UUID) -> Step | None:
         async with self._db.read() as conn:
             row = (await conn.execute(_GET_STEP, {"step_id": step_id})).first()
         return None if row is None else self._step(row)
@@ -145,13 +145,13 @@ class RunsMixin(SqlBase):
             rows = (await conn.execute(stmt)).all()
         return [self._step(row) for row in rows]
 
-    async def _steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
+    async def steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
         return await self._steps_where(_s.chat_id == chat_id, _s.run_id == run_id)
 
-    async def _steps_for_stack(self, stack_id: str) -> list[Step]:
+    async def steps_for_stack(self, stack_id: str) -> list[Step]:
         return await self._steps_where(_s.stack_id == stack_id)
 
-    async def _last_incomplete_step(self, chat_id: UUID) -> Step | None:
+    async def last_incomplete_step(self, chat_id: UUID) -> Step | None:
         stmt = (
             sa.select(*_STEP_COLUMNS)
             .where(_s.chat_id == chat_id, _s.status != StepStatus.COMPLETED.value)
@@ -162,10 +162,10 @@ class RunsMixin(SqlBase):
             row = (await conn.execute(stmt)).first()
         return None if row is None else self._step(row)
 
-    async def _scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
+    async def scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
         return await self._steps_where(_s.chat_id == chat_id, _s.seq > after_seq, limit=limit)
 
-    async def _delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
+    async def delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
         m = messages.c
         of_run = sa.select(m.seq).where(m.chat_id == chat_id, m.run_id == run_id)
         async with self._db.transaction() as conn:
@@ -195,7 +195,7 @@ class RunsMixin(SqlBase):
             "runs": removed_runs.rowcount,
         }
 
-    async def _insert_run(self, run: Run) -> Run:
+    async def insert_run(self, run: Run) -> Run:
         values = {
             **run_values(run, self.record_body(run)),
             "chat_id": run.chat_id,
@@ -206,12 +206,12 @@ class RunsMixin(SqlBase):
         stmt = self._upsert(runs).on_conflict_do_nothing(index_elements=[_rn.chat_id, _rn.run_id])
         async with self._db.write() as conn:
             await conn.execute(stmt, values)
-        stored = await self._get_run(run.chat_id, run.run_id)
+        stored = await self.get_run(run.chat_id, run.run_id)
         if stored is None:
             raise Conflict(f"run {run.run_id!r} was removed while it was being started; retry")
         return stored
 
-    async def _get_run(self, chat_id: UUID, run_id: str) -> Run | None:
+    async def get_run(self, chat_id: UUID, run_id: str) -> Run | None:
         params = {"chat_id": chat_id, "run_id": run_id}
         row: Sequence[Any] | None
         if self._db.dialect == "sqlite":  # one thread hop (``_lite``)
@@ -221,7 +221,7 @@ class RunsMixin(SqlBase):
                 row = await run.first(_GET_RUN, params)
         return None if row is None else self._run(row)
 
-    async def _replace_run(self, run: Run, expected_revision: int) -> Run | None:
+    async def replace_run(self, run: Run, expected_revision: int) -> Run | None:
         stmt = (
             sa.update(runs)
             .where(
@@ -236,7 +236,7 @@ class RunsMixin(SqlBase):
             row = (await conn.execute(stmt)).first()
         return None if row is None else self._run(row)
 
-    async def _expired_runs(self, now: datetime, limit: int) -> list[Run]:
+    async def expired_runs(self, now: datetime, limit: int) -> list[Run]:
         stmt = (
             sa.select(*_RUN_COLUMNS)
             .where(_rn.status == RunStatus.ACTIVE.value, _rn.lease_expires_at < now)

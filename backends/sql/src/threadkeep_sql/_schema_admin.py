@@ -26,7 +26,7 @@ from ._migrate import (
 )
 
 if TYPE_CHECKING:
-    from ._store import SqlStore
+    from ._store import SqlDriver
 
 __all__ = ["SqlMigrations"]
 
@@ -40,7 +40,7 @@ class SqlMigrations:
         store: The store (open or not); its URL, ``schema`` and pool options are used.
     """
 
-    def __init__(self, store: SqlStore) -> None:
+    def __init__(self, store: SqlDriver) -> None:
         self._store = store
 
     @property

@@ -31,7 +31,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from threadkeep import BackendUnavailable, Capabilities, InvalidArgument
+from threadkeep import BackendUnavailable, Capabilities, InvalidArgument, Store
+from threadkeep.driver import store_for
 
 from ._archive import ArchiveMixin
 from ._chats import ChatsMixin
@@ -48,7 +49,7 @@ from ._partition import partition_count
 from ._previews import PreviewsMixin
 from ._schema_admin import SqlMigrations
 
-__all__ = ["SqlStore"]
+__all__ = ["SqlDriver", "SqlStore"]
 
 T = TypeVar("T")
 
@@ -134,8 +135,8 @@ def _require_partitions(connection: sa.Connection, wanted: int) -> None:
         raise InvalidArgument(msg)
 
 
-class SqlStore(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, PreviewsMixin):
-    """A threadkeep store on PostgreSQL or SQLite.
+class SqlDriver(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, PreviewsMixin):
+    """The threadkeep driver for PostgreSQL and SQLite (held by a ``threadkeep.Store``).
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),
     ``sqlite+aiosqlite:///:memory:`` (private to the store, one shared connection),
@@ -163,8 +164,7 @@ class SqlStore(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, Prev
         pooler: ``"transaction"`` (also ``?pooler=transaction``) when the URL (and
             ``read_url``) reach PostgreSQL through a transaction-mode pooler such as
             PgBouncer; it cannot be combined with ``schema``.
-        **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``,
-            ``max_message_bytes``, ``message_model``, ``chat_model``).
+        **options: Nothing else: an unknown option is refused.
 
     Raises:
         InvalidArgument: If the URL's scheme is not served here, an option is invalid, or
@@ -298,3 +298,21 @@ class SqlStore(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, Prev
         if self._group is not None:
             await self._group.close()
         await self._db.dispose()
+
+
+def SqlStore(url: str, **options: Any) -> Store:  # noqa: N802 - the documented factory
+    """Return an unopened ``Store`` holding a :class:`SqlDriver` for ``url``.
+
+    Args:
+        url: As for :class:`SqlDriver`.
+        **options: The options of :class:`threadkeep.Store` (``cursor_secret``, ``clock``,
+            ``max_message_bytes``, ``message_model``, ``chat_model``, ``auto_migrate``...)
+            and those of :class:`SqlDriver` (``schema``, ``pool_size``, ``partitions``...).
+
+    Returns:
+        The store; its driver is ``store.driver``.
+
+    Raises:
+        InvalidArgument: If the URL or an option is invalid.
+    """
+    return store_for(SqlDriver, url, **options)

@@ -12,13 +12,13 @@ __all__ = ["threadkeep_drivers", "threadkeep_schemes"]
 
 @hookimpl
 def threadkeep_drivers() -> list[type[Any]]:
-    """Return the SQL store class.
+    """Return the SQL driver class.
 
     It serves ``sqlite+aiosqlite``, ``sqlite``, ``postgresql+asyncpg`` and ``postgresql``.
     """
-    from ._store import SqlStore
+    from ._store import SqlDriver
 
-    return [SqlStore]
+    return [SqlDriver]
 
 
 @hookimpl

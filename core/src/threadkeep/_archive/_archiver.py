@@ -11,11 +11,11 @@
    chat at the bundle's revision.
 3. ``verified``: ``head`` the object (metadata SHA-256 and size) and re-read it whole,
    hashing. A bad object is left for the next attempt to replace.
-4. ``flipped``: ``_update_chat(archived, archive_ref=url#sha256=...)`` with
+4. ``flipped``: ``update_chat(archived, archive_ref=url#sha256=...)`` with
    ``expected_revision`` = the revision the bundle was written from: a chat that changed
    meanwhile is not flipped, and the attempt starts again.
 5. ``rows_deleted``: delete hot messages and steps, only while the chat is archived at
-   the revision seen (``_delete_archived_rows``, atomic in drivers that override it).
+   the revision seen (``delete_archived_rows``, atomic in drivers that override it).
 
 Until step 4 the hot rows are the truth and reads never touch the object; from step 4 on
 the object is verified and referenced, and reads rehydrate from it.
@@ -43,7 +43,7 @@ from .._models import Chat, ChatStatus, Message
 from .._paging import ChatFilter
 from .._store import Store
 from .._store_args import as_count, as_cutoff
-from .._store_tiering import open_archive, rehydrate
+from .._store_tiering import open_archive
 from ._bundle import FORMAT_VERSION, BundleStats, write_bundle
 from ._objects import ArchiveRef, ObjectInfo, bundle_key
 
@@ -98,7 +98,7 @@ class Archiver:
         self, store: Store, archive: Any, *, single_put_bytes: int = SINGLE_PUT_BYTES
     ) -> None:
         if not store.capabilities.archive:
-            msg = f"{type(store).__name__} does not declare the 'archive' capability"
+            msg = f"{type(store.driver).__name__} does not declare the 'archive' capability"
             raise CapabilityNotSupported(msg)
         self.store = store
         self.archive = archive
@@ -157,12 +157,14 @@ class Archiver:
             update={
                 "status": ChatStatus.ARCHIVED,
                 "archive_ref": str(final),
-                "updated_at": self.store._now(),
+                "updated_at": self.store.now(),
             }
         )
-        flipped = await self.store._update_chat(archived, snapshot.revision)
+        flipped = await self.store.primitives.update_chat(archived, snapshot.revision)
         if flipped is None:
-            if await self.store._get_chat(chat.chat_id) is None:  # purged: nobody refers to it
+            if (
+                await self.store.primitives.get_chat(chat.chat_id) is None
+            ):  # purged: nobody refers to it
                 await self.archive.delete(ref.key)
                 raise ChatNotFound(f"chat {chat.chat_id} was removed while being archived")
             return None
@@ -178,7 +180,7 @@ class Archiver:
                 return chat  # the key is sticky: a later tenant change does not move it
             key = old.key
         pending = chat.model_copy(update={"archive_ref": self.archive.ref_for(key)})
-        stored = await self.store._update_chat(pending, chat.revision)
+        stored = await self.store.primitives.update_chat(pending, chat.revision)
         if stored is not None and chat.archive_ref:
             await self._drop_foreign(ArchiveRef.parse(chat.archive_ref))
         return stored
@@ -199,13 +201,13 @@ class Archiver:
             ids += [c.tool_call_id for c in message.tool_calls]
             ids += [r.reasoning_id for r in message.reasonings]
         try:
-            await self.store._index_archived_ids(chat_id, ids)
+            await self.store.primitives.index_archived_ids(chat_id, ids)
         except CapabilityNotSupported:
             self._index_ids = False
             _log.warning(
                 "%s keeps no archived-id index: get_message by id will not find archived "
                 "chats until they are read by chat",
-                type(self.store).__name__,
+                type(self.store.driver).__name__,
             )
 
     async def _write(self, chat: Chat, key: str) -> tuple[BundleStats, bool] | None:
@@ -243,7 +245,7 @@ class Archiver:
         metadata: dict[str, str],
         stats: BundleStats,
     ) -> tuple[BundleStats, bool] | None:
-        current = await self.store._get_chat(chat.chat_id)
+        current = await self.store.primitives.get_chat(chat.chat_id)
         if current is None or current.revision != chat.revision:
             return None  # our bundle is stale, or the chat is archived by someone else
         try:
@@ -296,10 +298,10 @@ class Archiver:
     async def _delete_rows(self, chat: Chat) -> int:
         """Delete hot rows while the chat is archived at the revision seen; return count."""
         for _ in range(_ATTEMPTS):
-            counts = await self.store._delete_archived_rows(chat.chat_id, chat.revision)
+            counts = await self.store.primitives.delete_archived_rows(chat.chat_id, chat.revision)
             if counts is not None:
                 return sum(counts.values())
-            current = await self.store._get_chat(chat.chat_id)
+            current = await self.store.primitives.get_chat(chat.chat_id)
             if current is None or current.status is not ChatStatus.ARCHIVED:
                 return 0  # purged, or rehydrated by a reader meanwhile: its rows stay
             if current.archive_ref != chat.archive_ref:
@@ -334,7 +336,7 @@ class Archiver:
                 reaches back before year 1, or ``limit`` is not an integer of at least 1.
             As :meth:`archive_chat` for the first chat that fails (earlier ones stay done).
         """
-        cutoff = as_cutoff(self.store._now(), older_than, "older_than")
+        cutoff = as_cutoff(self.store.now(), older_than, "older_than")
         if limit is not None:
             limit = as_count(limit, "limit", minimum=1)
         chat_filter = ChatFilter(status=ChatStatus.ACTIVE, idle_before=cutoff)
@@ -342,7 +344,7 @@ class Archiver:
         before: int | None = None  # keyset walk: each chat is visited once, newest first
         while limit is None or len(results) < limit:
             size = _IDLE_PAGE if limit is None else min(_IDLE_PAGE, limit - len(results))
-            batch = await self.store._page_chats(chat_filter, before, size)
+            batch = await self.store.primitives.page_chats(chat_filter, before, size)
             if not batch:
                 break
             before = batch[-1].seq
@@ -359,10 +361,10 @@ class Archiver:
         Raises:
             InvalidArgument: As :meth:`archive_idle` for ``older_than``.
         """
-        cutoff = as_cutoff(self.store._now(), older_than, "older_than")
+        cutoff = as_cutoff(self.store.now(), older_than, "older_than")
         chat_filter = ChatFilter(status=ChatStatus.ACTIVE, idle_before=cutoff)
         count, before = 0, None
-        while batch := await self.store._page_chats(chat_filter, before, 200):
+        while batch := await self.store.primitives.page_chats(chat_filter, before, 200):
             count += len(batch)
             before = batch[-1].seq
         return count
@@ -379,7 +381,7 @@ class Archiver:
         """Bring an archived chat back into the hot store; a hot chat is returned as is."""
         chat = await self.store.get_chat(chat_id)
         if chat.status is ChatStatus.ARCHIVED:
-            chat = await rehydrate(self.store, chat)
+            chat = await self.store.restore_chat(chat_id)  # live: restoring rehydrates only
         return chat
 
 

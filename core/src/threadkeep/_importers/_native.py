@@ -28,6 +28,7 @@ from .._content import dump_json, validate_model
 from .._encode_bulk import encode_for_load
 from .._errors import InvalidArgument
 from .._models import Boundary, Message
+from .._records import record_body
 from . import ImportReport, ProgressCallback
 from ._files import find_files
 from ._write import store_conversation
@@ -100,7 +101,7 @@ def check_conversations(
             },
         )
         try:
-            store.record_body(chat)
+            record_body(chat)
         except InvalidArgument as exc:
             raise type(exc)(f"{conversation.where}: {exc}") from exc
         earlier = first_with.setdefault(conversation.thread_id, conversation.where)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._content import PreparedMessage, validate_model
 from .._errors import IdempotencyConflict, InvalidArgument
 from .._models import Message
+from .._records import record_body
 from . import ImportReport, ProgressCallback
 from ._files import STREAM_BYTES, iter_records
 
@@ -213,7 +214,7 @@ def _chat_problem(
         },
     )
     try:
-        store.record_body(chat)
+        record_body(chat)
     except InvalidArgument as exc:
         return type(exc)(f"{conversation.where}: {exc}")
     earlier, line = first_at.setdefault(conversation.thread_id, (index, None))

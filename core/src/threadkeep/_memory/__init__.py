@@ -1,5 +1,5 @@
 """The in-memory reference driver."""
 
-from ._store import MemoryStore
+from ._store import MemoryDriver, MemoryStore
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryDriver", "MemoryStore"]

@@ -9,15 +9,15 @@ from uuid import UUID
 
 from .._content import PreparedMessage
 from .._corrupt import rebuilt_each
+from .._driver_base import DriverBase
 from .._models import Message
 from .._runs import Run, RunStatus, Step, StepStatus
-from .._store_core import StoreCore
 from ._state import MemoryState, RunRow, StepRow
 
 __all__ = ["MemoryRunsMixin"]
 
 
-class MemoryRunsMixin(StoreCore):
+class MemoryRunsMixin(DriverBase):
     """The ``steps`` capability over :class:`MemoryState`."""
 
     if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class MemoryRunsMixin(StoreCore):
     def _step(self, row: StepRow) -> Step:
         return self.record_from_body(Step, row.body, chat_id=row.chat_id, seq=row.seq)
 
-    async def _save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
+    async def save_steps(self, steps: Sequence[Step], now: datetime) -> list[Step]:
         with self._state.lock:
             return self._save_steps_locked(steps, now)
 
@@ -59,7 +59,7 @@ class MemoryRunsMixin(StoreCore):
             stored.append(record)
         return stored
 
-    async def _get_step(self, step_id: UUID) -> Step | None:
+    async def get_step(self, step_id: UUID) -> Step | None:
         with self._state.lock:
             row = self._state.steps.get(step_id)
             return None if row is None else self._step(row)
@@ -68,32 +68,32 @@ class MemoryRunsMixin(StoreCore):
         rows = [r for r in self._state.steps.values() if keep(r)]  # type: ignore[operator]
         return [self._step(r) for r in sorted(rows, key=lambda r: r.seq)]
 
-    async def _steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
+    async def steps_for_run(self, chat_id: UUID, run_id: str) -> list[Step]:
         with self._state.lock:
             return self._steps_where(lambda r: r.chat_id == chat_id and r.run_id == run_id)
 
-    async def _steps_for_stack(self, stack_id: str) -> list[Step]:
+    async def steps_for_stack(self, stack_id: str) -> list[Step]:
         with self._state.lock:
             return self._steps_where(lambda r: r.stack_id == stack_id)
 
-    async def _last_incomplete_step(self, chat_id: UUID) -> Step | None:
+    async def last_incomplete_step(self, chat_id: UUID) -> Step | None:
         with self._state.lock:
             steps = self._steps_where(lambda r: r.chat_id == chat_id and not r.completed)
             return steps[-1] if steps else None
 
-    async def _scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
+    async def scan_steps(self, chat_id: UUID, after_seq: int, limit: int) -> list[Step]:
         with self._state.lock:
             steps = self._steps_where(lambda r: r.chat_id == chat_id and r.seq > after_seq)
             return steps[:limit]
 
-    async def _delete_hot_steps(self, chat_id: UUID) -> int:
+    async def delete_hot_steps(self, chat_id: UUID) -> int:
         with self._state.lock:
             doomed = [k for k, r in self._state.steps.items() if r.chat_id == chat_id]
             for key in doomed:
                 del self._state.steps[key]
             return len(doomed)
 
-    async def _restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:
+    async def restore_steps(self, chat_id: UUID, steps: Sequence[Step]) -> int:
         state = self._state
         with state.lock:
             chat = state.chats.get(chat_id)
@@ -113,7 +113,7 @@ class MemoryRunsMixin(StoreCore):
                 inserted += 1
             return inserted
 
-    async def _delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
+    async def delete_run_records(self, chat_id: UUID, run_id: str) -> dict[str, int]:
         state = self._state
         with state.lock:
             chat = state.chats.get(chat_id)
@@ -144,7 +144,7 @@ class MemoryRunsMixin(StoreCore):
         # The chat from the row's key, not the body: a damaged body still names its chat.
         return self.record_from_body(Run, row.body, revision=row.revision, chat_id=row.chat_id)
 
-    async def _insert_run(self, run: Run) -> Run:
+    async def insert_run(self, run: Run) -> Run:
         with self._state.lock:
             key = (run.chat_id, run.run_id)
             if key not in self._state.runs:
@@ -157,12 +157,12 @@ class MemoryRunsMixin(StoreCore):
                 )
             return self._run(self._state.runs[key])
 
-    async def _get_run(self, chat_id: UUID, run_id: str) -> Run | None:
+    async def get_run(self, chat_id: UUID, run_id: str) -> Run | None:
         with self._state.lock:
             row = self._state.runs.get((chat_id, run_id))
             return None if row is None else self._run(row)
 
-    async def _replace_run(self, run: Run, expected_revision: int) -> Run | None:
+    async def replace_run(self, run: Run, expected_revision: int) -> Run | None:
         with self._state.lock:
             row = self._state.runs.get((run.chat_id, run.run_id))
             if row is None or row.revision != expected_revision:
@@ -180,7 +180,7 @@ class MemoryRunsMixin(StoreCore):
         self._state.runs[(run.chat_id, run.run_id)] = row
         return self._run(row)
 
-    async def _commit_run(
+    async def commit_run(
         self,
         run: Run,
         expected_revision: int | None,
@@ -202,7 +202,7 @@ class MemoryRunsMixin(StoreCore):
             stored = self._write_run_locked(run, revision)
             return stored, results, self._save_steps_locked(steps, now)
 
-    async def _expired_runs(self, now: datetime, limit: int) -> list[Run]:
+    async def expired_runs(self, now: datetime, limit: int) -> list[Run]:
         with self._state.lock:
             rows = [
                 r

@@ -1,4 +1,4 @@
-"""``MemoryStore``: the in-memory reference driver (``memory://`` and ``memory://NAME``)."""
+"""``MemoryDriver``: the in-memory reference driver (``memory://`` and ``memory://NAME``)."""
 
 from __future__ import annotations
 
@@ -16,20 +16,22 @@ from .._content import PreparedMessage
 from .._corrupt import skip_damaged
 from .._dedup import chat_deduplication_key
 from .._driver import NestedKind
+from .._driver_base import DriverBase
 from .._errors import Conflict
 from .._filters import chat_matches, message_matches
 from .._models import Chat, ChatStatus, Message
+from .._open import store_for
 from .._paging import ChatFilter, MessageFilter
 from .._store import Store
 from ._runs import MemoryRunsMixin
 from ._state import ChatRow, MemoryState, MessageRow, named_state
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryDriver", "MemoryStore"]
 
 _log = logging.getLogger("threadkeep.memory")
 
 
-class MemoryStore(MemoryRunsMixin, Store):
+class MemoryDriver(MemoryRunsMixin, DriverBase):
     """The reference driver: every rule of the contract, in plain Python dicts.
 
     ``memory://`` is a private store that lives as long as the object; ``memory://NAME`` is
@@ -47,18 +49,12 @@ class MemoryStore(MemoryRunsMixin, Store):
         notes={"persistent": "within one process, for named stores (memory://NAME)"},
     )
 
-    def __init__(self, url: str, **options: Any) -> None:
+    def __init__(self, url: str = "memory://", **options: Any) -> None:
         super().__init__(url, **options)
         name = url.partition("://")[2].strip("/")
         self._state = named_state(name) if name else MemoryState()
 
     # -- lifecycle -----------------------------------------------------------------------
-
-    async def _open(self) -> None:
-        return None
-
-    async def _close(self) -> None:
-        return None
 
     async def _load_secret(self, candidate: bytes) -> bytes:
         with self._state.lock:
@@ -78,7 +74,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             updated_at=row.updated_at,
         )
 
-    async def _insert_chat(self, chat: Chat) -> Chat:
+    async def insert_chat(self, chat: Chat) -> Chat:
         await asyncio.sleep(0)
         state = self._state
         with state.lock:
@@ -98,12 +94,12 @@ class MemoryStore(MemoryRunsMixin, Store):
             state.live_keys[key] = chat.chat_id
             return self._chat(row)
 
-    async def _get_chat(self, chat_id: UUID) -> Chat | None:
+    async def get_chat(self, chat_id: UUID) -> Chat | None:
         with self._state.lock:
             row = self._state.chats.get(chat_id)
             return None if row is None else self._chat(row)
 
-    async def _find_live_chat(
+    async def find_live_chat(
         self, user_id: str, thread_id: str, tenant_id: str | None = None
     ) -> Chat | None:
         key = chat_deduplication_key(user_id, thread_id, tenant_id)
@@ -111,7 +107,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             chat_id = self._state.live_keys.get(key)
             return None if chat_id is None else self._chat(self._state.chats[chat_id])
 
-    async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
+    async def update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
         await asyncio.sleep(0)
         state = self._state
         with state.lock:
@@ -134,7 +130,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             row.revision += 1
             return self._chat(row)
 
-    async def _page_chats(
+    async def page_chats(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[Chat]:
         with self._state.lock:
@@ -150,7 +146,7 @@ class MemoryStore(MemoryRunsMixin, Store):
                         break
             return found
 
-    async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
+    async def purge_chat(self, chat_id: UUID) -> dict[str, int]:
         state = self._state
         with state.lock:
             row = state.chats.pop(chat_id, None)
@@ -219,7 +215,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             **_nested_keys(message),
         )
 
-    async def _insert_messages(
+    async def insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         await asyncio.sleep(0)
@@ -231,7 +227,7 @@ class MemoryStore(MemoryRunsMixin, Store):
     def _insert_locked(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]]:
-        """``_insert_messages`` for a hot chat, the lock held; raises before writing."""
+        """``insert_messages`` for a hot chat, the lock held; raises before writing."""
         state = self._state
         chat = state.chats[chat_id]
         if chat.seqs and chat.seqs[-1] >= chat.next_seq:
@@ -280,12 +276,12 @@ class MemoryStore(MemoryRunsMixin, Store):
         row = chat.messages.get(location[1])
         return None if row is None or row.deleted_at is not None else row
 
-    async def _get_message(self, message_id: UUID) -> Message | None:
+    async def get_message(self, message_id: UUID) -> Message | None:
         with self._state.lock:
             row = self._visible(message_id)
             return None if row is None else self._message(row)
 
-    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+    async def get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
         with self._state.lock:
             seq = self._state.agui_index.get((chat_id, agui_id))
             chat = self._state.chats.get(chat_id)
@@ -294,7 +290,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             row = chat.messages.get(seq)
             return None if row is None or row.deleted_at is not None else self._message(row)
 
-    async def _replace_message(
+    async def replace_message(
         self, prepared: PreparedMessage, expected_revision: int, now: datetime
     ) -> Message | None:
         await asyncio.sleep(0)
@@ -316,7 +312,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             seqs = seqs[: bisect.bisect_left(seqs, before_seq)]
         return [chat.messages[s] for s in reversed(seqs)]
 
-    async def _page_messages(
+    async def page_messages(
         self, chat_id: UUID, message_filter: MessageFilter, before_seq: int | None, limit: int
     ) -> list[Message] | None:
         with self._state.lock:
@@ -333,12 +329,10 @@ class MemoryStore(MemoryRunsMixin, Store):
                             break
             return found
 
-    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
-        return await self._scan_messages(chat_id, after_seq, limit, hidden=False)
+    async def messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
+        return await self.scan_messages(chat_id, after_seq, limit, hidden=False)
 
-    async def _hide_messages(
-        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
-    ) -> int:
+    async def hide_messages(self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime) -> int:
         with self._state.lock:
             hidden = 0
             for message_id in message_ids:
@@ -351,7 +345,7 @@ class MemoryStore(MemoryRunsMixin, Store):
                 self._state.chats[chat_id].revision += 1
             return hidden
 
-    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+    async def find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
         with self._state.lock:
             for chat in self._state.chats.values():
                 if chat.deleted:
@@ -362,7 +356,7 @@ class MemoryStore(MemoryRunsMixin, Store):
                         return self._message(row)
             return None
 
-    async def _find_nested_by_agui_id(
+    async def find_nested_by_agui_id(
         self, kind: NestedKind, chat_id: UUID, agui_id: str
     ) -> Message | None:
         with self._state.lock:
@@ -377,7 +371,7 @@ class MemoryStore(MemoryRunsMixin, Store):
 
     # -- archive support -----------------------------------------------------------------
 
-    async def _scan_messages(
+    async def scan_messages(
         self, chat_id: UUID, after_seq: int, limit: int, *, hidden: bool = True
     ) -> list[Message]:
         with self._state.lock:
@@ -396,7 +390,7 @@ class MemoryStore(MemoryRunsMixin, Store):
                         break
             return found
 
-    async def _delete_hot_messages(self, chat_id: UUID) -> int:
+    async def delete_hot_messages(self, chat_id: UUID) -> int:
         with self._state.lock:
             return self._drop_messages(chat_id)
 
@@ -411,7 +405,7 @@ class MemoryStore(MemoryRunsMixin, Store):
         chat.seqs.clear()
         return count
 
-    async def _delete_archived_rows(
+    async def delete_archived_rows(
         self, chat_id: UUID, expected_revision: int
     ) -> dict[str, int] | None:
         state = self._state
@@ -425,7 +419,7 @@ class MemoryStore(MemoryRunsMixin, Store):
             chat.revision += 1
             return {"messages": self._drop_messages(chat_id), "steps": len(doomed)}
 
-    async def _index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
+    async def index_archived_ids(self, chat_id: UUID, item_ids: Sequence[UUID]) -> int:
         with self._state.lock:
             added = 0
             for item_id in item_ids:
@@ -434,11 +428,11 @@ class MemoryStore(MemoryRunsMixin, Store):
                     added += 1
             return added
 
-    async def _archived_chat_of(self, item_id: UUID) -> UUID | None:
+    async def archived_chat_of(self, item_id: UUID) -> UUID | None:
         with self._state.lock:
             return self._state.archived_ids.get(item_id)
 
-    async def _restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
+    async def restore_messages(self, chat_id: UUID, messages: Sequence[Message]) -> int:
         with self._state.lock:
             chat = self._state.chats.get(chat_id)
             if chat is None:
@@ -474,3 +468,17 @@ def _nested_keys(message: Message) -> dict[str, Any]:
         "tool_call_aguis": frozenset(c.agui_id for c in message.tool_calls if c.agui_id),
         "reasoning_aguis": frozenset(r.agui_id for r in message.reasonings if r.agui_id),
     }
+
+
+def MemoryStore(url: str = "memory://", **options: Any) -> Store:  # noqa: N802 - a factory
+    """Return an unopened ``Store`` holding a :class:`MemoryDriver` for ``url``.
+
+    Args:
+        url: ``memory://`` (private to this store) or ``memory://NAME`` (shared by every
+            store of this process opened with that URL; survives close/reopen).
+        **options: :class:`threadkeep.Store` options (``cursor_secret``, ``clock``...).
+
+    Raises:
+        InvalidArgument: If an option is unknown or invalid.
+    """
+    return store_for(MemoryDriver, url, **options)

@@ -12,10 +12,10 @@ __all__ = ["threadkeep_drivers", "threadkeep_schemes"]
 
 @hookimpl
 def threadkeep_drivers() -> list[type[Any]]:
-    """Return the in-memory store class (scheme ``memory``)."""
-    from ._store import MemoryStore
+    """Return the in-memory driver class (scheme ``memory``)."""
+    from ._store import MemoryDriver
 
-    return [MemoryStore]
+    return [MemoryDriver]
 
 
 @hookimpl

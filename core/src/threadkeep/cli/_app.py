@@ -31,7 +31,7 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from .._errors import InvalidArgument, ThreadkeepError, UnknownDriver
-from .._registry import open_store
+from .._open import open_store
 from .._settings import load_settings
 from .._store import Store
 from ._render import visible

@@ -25,8 +25,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .._errors import RunNotFound
 from .._models import Chat, ChatStatus
+from .._open import open_store
 from .._paging import MAX_PAGE_LIMIT, ChatFilter
-from .._registry import open_store
 from .._store import Store
 from ._app import EXIT_USAGE, CliError, JsonOption, print_json, run, stderr_console
 

@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from .._registry import open_store, url_scheme
+from .._open import open_store
+from .._registry import url_scheme
 from .._schema_migrations import SchemaMigrations, SchemaRevision
 from ._app import EXIT_USAGE, CliError, JsonOption, UrlOption, print_json, resolve_url, run
 
@@ -55,7 +56,7 @@ def migrate(
     store = open_store(resolved, auto_migrate=False)
     migrations = store.schema_migrations()
     if migrations is None:
-        _no_migrations(f"{url_scheme(resolved)}://", type(store).__name__, json_=json_)
+        _no_migrations(f"{url_scheme(resolved)}://", type(store.driver).__name__, json_=json_)
         return
     if action is Action.HISTORY:
         run(_history(migrations, json_=json_))

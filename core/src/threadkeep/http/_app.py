@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from .. import __version__
 from .._errors import InvalidArgument
-from .._registry import open_store
+from .._open import open_store
 from .._store import Store
 from ._auth import Authenticator
 from ._errors import install_error_handlers

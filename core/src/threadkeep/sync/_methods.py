@@ -173,7 +173,7 @@ class SyncMethods:
     ) -> Run:
         """Start ``owner``'s run (or renew its lease) and append the run's input, in one write.
 
-        Like :meth:`start_run` followed by :meth:`append_messages`, as one ``_commit_run``
+        Like :meth:`start_run` followed by :meth:`append_messages`, as one ``commit_run``
         batch: all of it or nothing is written. Idempotent for the same owner while the run
         is active (a resumed run's owner continues it after :meth:`claim_run`).
 
@@ -510,7 +510,7 @@ class SyncMethods:
         """End ``owner``'s active run and write its records, in one write.
 
         Like :meth:`append_messages`, :meth:`save_steps` and :meth:`finish_run` together,
-        as one ``_commit_run`` batch (the buffered policy's exit write). Records already
+        as one ``commit_run`` batch (the buffered policy's exit write). Records already
         stored keep their status; pass the run's records with their end status.
 
         Args:

@@ -47,7 +47,7 @@ class SyncStore(SyncMethods):
 
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._loop_thread = LoopThread(f"threadkeep-sync:{type(store).__name__}")
+        self._loop_thread = LoopThread(f"threadkeep-sync:{type(store.driver).__name__}")
 
     def _run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         return self._loop_thread.run(coroutine)

@@ -2,7 +2,7 @@
 
 The back door reads ``threadkeep.jsonl`` itself, the way the README documents the format
 (every line is a set of row images; the last image of a row wins), never through
-``JsonlStore``'s in-memory tables: a bug in the driver's read path cannot hide a write bug.
+``JsonlDriver``'s in-memory tables: a bug in the driver's read path cannot hide a write bug.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from threadkeep_contract_tests import (
     StoreContract,
 )
 
-from threadkeep_jsonl import LOG_NAME, JsonlStore
+from threadkeep_jsonl import LOG_NAME, JsonlDriver
 
 
 def _latest_rows(store: Store, table: str, key: str) -> list[dict[str, Any]]:
     """Fold the log file: the last image of each row of ``table`` ("chats" or "messages")."""
-    assert isinstance(store, JsonlStore)
+    assert isinstance(store.driver, JsonlDriver)
     latest: dict[str, dict[str, Any]] = {}
-    for line in (store.directory / LOG_NAME).read_bytes().split(b"\n"):
+    for line in (store.driver.directory / LOG_NAME).read_bytes().split(b"\n"):
         if line:
             for row in json.loads(line).get(table, []):
                 latest[row[key]] = row
@@ -65,8 +65,8 @@ class TestJsonlStore(StoreContract):
         self, store: Store, kind: str, chat_id: UUID, seq: int | None, damage: str
     ) -> str | None:
         """Damage the row in the store's tables, as a hand-edited log line would on reopen."""
-        assert isinstance(store, JsonlStore)
-        tables = store._tables
+        assert isinstance(store.driver, JsonlDriver)
+        tables = store.driver._tables
         if kind == "chat":
             row = tables.chats[chat_id]
         else:

@@ -13,8 +13,8 @@ installing the package is all ``open_store`` needs.
 """
 
 from ._log import LOCK_NAME, LOG_NAME
-from ._store import JsonlStore
+from ._store import JsonlDriver
 
 __version__ = "0.1.0"
 
-__all__ = ["LOCK_NAME", "LOG_NAME", "JsonlStore", "__version__"]
+__all__ = ["LOCK_NAME", "LOG_NAME", "JsonlDriver", "__version__"]

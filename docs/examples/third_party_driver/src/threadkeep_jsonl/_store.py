@@ -1,4 +1,8 @@
-"""``JsonlStore``: threadkeep chat history in an append-only JSON-lines file.
+"""``JsonlDriver``: threadkeep chat history in an append-only JSON-lines file.
+
+It implements the fifteen required primitives of ``threadkeep.driver.Driver`` and nothing
+else: core derives the rest (forward reads, lookups by nested ``agui_id``, previews) and
+the optional capabilities (steps, archive) are off.
 
 Every primitive runs under one lock: it reads the in-memory tables, decides, commits one
 record to the log (``_log.py``: append + ``fsync``), then folds the same record into the
@@ -14,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 from urllib.parse import unquote, urlsplit
 from uuid import UUID
 
@@ -28,18 +32,17 @@ from threadkeep import (
     MessageFilter,
     NestedKind,
     PreparedMessage,
-    Store,
     as_utc,
     chat_matches,
     message_matches,
     skip_damaged,
 )
-from threadkeep.driver import resolve_batch
+from threadkeep.driver import DriverBase, resolve_batch
 
 from ._log import Log, Record
-from ._tables import NESTED_LISTS, Row, Tables, identity
+from ._tables import Row, Tables, identity
 
-__all__ = ["JsonlStore"]
+__all__ = ["JsonlDriver"]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -47,7 +50,7 @@ def _iso(value: datetime | None) -> str | None:
     return None if utc is None else utc.isoformat()
 
 
-class JsonlStore(Store):
+class JsonlDriver(DriverBase):
     """A store in one directory: ``jsonl:///absolute/path/to/dir`` (created if missing).
 
     The directory holds ``threadkeep.jsonl`` (the log) and ``threadkeep.lock``. The log is
@@ -56,8 +59,6 @@ class JsonlStore(Store):
 
     Args:
         url: ``jsonl:///absolute/directory``.
-        **options: The standard ``threadkeep.Store`` options (``cursor_secret``, ``clock``,
-            ``max_message_bytes``, ``message_model``, ``chat_model``).
 
     Raises:
         InvalidArgument: If the URL is not ``jsonl:///`` followed by an absolute path.
@@ -66,9 +67,6 @@ class JsonlStore(Store):
     schemes: ClassVar[tuple[str, ...]] = ("jsonl",)
     capabilities: ClassVar[Capabilities] = Capabilities(
         transactions=False,
-        strong_uuid_lookup=True,
-        steps=False,
-        archive=False,
         persistent=True,
         concurrent_processes=False,
         notes={
@@ -79,8 +77,8 @@ class JsonlStore(Store):
         },
     )
 
-    def __init__(self, url: str, **options: Any) -> None:
-        super().__init__(url, **options)
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
         parts = urlsplit(url)
         if parts.scheme != "jsonl" or parts.netloc not in ("", "localhost") or not parts.path:
             msg = f"{url!r} is not a jsonl store URL like 'jsonl:///var/lib/chats'"
@@ -119,7 +117,7 @@ class JsonlStore(Store):
     def _chat(self, row: Row) -> Chat:
         return self.record_from_body(self.chat_model, row)
 
-    async def _insert_chat(self, chat: Chat) -> Chat:
+    async def insert_chat(self, chat: Chat) -> Chat:
         with self._lock:
             held = self._tables.live.get((chat.tenant_id, chat.user_id, chat.thread_id))
             if held is not None:
@@ -128,19 +126,19 @@ class JsonlStore(Store):
             self._commit({"chats": [row]})
             return self._chat(row)
 
-    async def _get_chat(self, chat_id: UUID) -> Chat | None:
+    async def get_chat(self, chat_id: UUID) -> Chat | None:
         with self._lock:
             row = self._tables.chats.get(chat_id)
             return None if row is None else self._chat(row)
 
-    async def _find_live_chat(
+    async def find_live_chat(
         self, user_id: str, thread_id: str, tenant_id: str | None = None
     ) -> Chat | None:
         with self._lock:
             chat_id = self._tables.live.get((tenant_id, user_id, thread_id))
             return None if chat_id is None else self._chat(self._tables.chats[chat_id])
 
-    async def _update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
+    async def update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
         with self._lock:
             row = self._tables.chats.get(chat.chat_id)
             if row is None:
@@ -161,7 +159,7 @@ class JsonlStore(Store):
             self._commit({"chats": [new]})
             return self._chat(new)
 
-    async def _page_chats(
+    async def page_chats(
         self, chat_filter: ChatFilter, before_seq: int | None, limit: int
     ) -> list[Chat]:
         with self._lock:
@@ -174,7 +172,7 @@ class JsonlStore(Store):
                         break
             return found
 
-    async def _purge_chat(self, chat_id: UUID) -> dict[str, int]:
+    async def purge_chat(self, chat_id: UUID) -> dict[str, int]:
         with self._lock:
             if chat_id not in self._tables.chats:
                 return {"chats": 0, "messages": 0}
@@ -210,7 +208,7 @@ class JsonlStore(Store):
             "body": json.loads(item.body),
         }
 
-    async def _insert_messages(
+    async def insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
         with self._lock:
@@ -240,18 +238,18 @@ class JsonlStore(Store):
                 self._commit({"chats": [chat_row], "messages": new_rows})
             return [(self._message(row), created) for row, created in results]
 
-    async def _get_message(self, message_id: UUID) -> Message | None:
+    async def get_message(self, message_id: UUID) -> Message | None:
         with self._lock:
             row = self._tables.visible(message_id)
             return None if row is None else self._message(row)
 
-    async def _get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
+    async def get_message_by_agui_id(self, chat_id: UUID, agui_id: str) -> Message | None:
         with self._lock:
             message_id = self._tables.by_agui.get((chat_id, agui_id))
             row = None if message_id is None else self._tables.visible(message_id)
             return None if row is None else self._message(row)
 
-    async def _replace_message(
+    async def replace_message(
         self, prepared: PreparedMessage, expected_revision: int, now: datetime
     ) -> Message | None:
         with self._lock:
@@ -268,7 +266,7 @@ class JsonlStore(Store):
             self._commit({"chats": [chat | {"revision": chat["revision"] + 1}], "messages": [new]})
             return self._message(new)
 
-    async def _page_messages(
+    async def page_messages(
         self, chat_id: UUID, message_filter: MessageFilter, before_seq: int | None, limit: int
     ) -> list[Message] | None:
         with self._lock:
@@ -284,23 +282,7 @@ class JsonlStore(Store):
                             break
             return found
 
-    async def _messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
-        with self._lock:
-            if self._tables.live_chat(chat_id) is None:
-                return []
-            found: list[Message] = []
-            for row in self._tables.rows_after(chat_id, after_seq):
-                if row["deleted_at"] is None:
-                    message = skip_damaged(self._message, row)
-                    if message is not None:
-                        found.append(message)
-                    if len(found) == limit:
-                        break
-            return found
-
-    async def _hide_messages(
-        self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime
-    ) -> int:
+    async def hide_messages(self, chat_id: UUID, message_ids: Sequence[UUID], now: datetime) -> int:
         with self._lock:
             hidden: dict[str, Row] = {}
             for message_id in message_ids:
@@ -314,21 +296,8 @@ class JsonlStore(Store):
                 self._commit({"chats": [chat_row], "messages": list(hidden.values())})
             return len(hidden)
 
-    async def _find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
+    async def find_nested(self, kind: NestedKind, item_id: UUID) -> Message | None:
         with self._lock:
             message_id = self._tables.nested.get((kind, item_id))
             row = None if message_id is None else self._tables.visible(message_id)
             return None if row is None else self._message(row)
-
-    async def _find_nested_by_agui_id(
-        self, kind: NestedKind, chat_id: UUID, agui_id: str
-    ) -> Message | None:
-        list_field = NESTED_LISTS[kind][0]
-        with self._lock:
-            if self._tables.hot_chat(chat_id) is None:
-                return None
-            for row in self._tables.rows_desc(chat_id):
-                items = row["body"].get(list_field, [])
-                if row["deleted_at"] is None and any(i.get("agui_id") == agui_id for i in items):
-                    return self._message(row)
-            return None

@@ -15,7 +15,7 @@ __all__ = ["threadkeep_drivers"]
 
 @hookimpl
 def threadkeep_drivers() -> list[type[Any]]:
-    """Return the jsonl store class (scheme ``jsonl``); imported lazily, as hooks should."""
-    from ._store import JsonlStore
+    """Return the jsonl driver class (scheme ``jsonl``); imported lazily, as hooks should."""
+    from ._store import JsonlDriver
 
-    return [JsonlStore]
+    return [JsonlDriver]

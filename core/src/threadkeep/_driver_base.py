@@ -1,0 +1,189 @@
+"""``DriverBase``: an optional base class with what most drivers share (not a ``Store``).
+
+A driver does not have to subclass it: anything that implements
+:class:`threadkeep.driver.Driver` plugs into :class:`threadkeep.Store`. It gives a driver
+its URL, option checking, the store's row helpers once open (:attr:`records`), and an
+``open`` made of two hooks, :meth:`_open` and :meth:`_load_secret`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, Self, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from ._capabilities import Capabilities
+from ._content import PreparedMessage
+from ._corrupt import Unreadable
+from ._driver import DriverSetup
+from ._errors import InvalidArgument
+from ._models import Chat, Message
+from ._records import Records, message_body, record_body, record_from_body, records_from_rows
+from ._shielding import finish
+
+__all__ = ["DriverBase", "check_options"]
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def check_options(driver_class: type, build: Any, url: str, options: Mapping[str, Any]) -> None:
+    """Refuse options that ``build(url, **options)`` does not take, before calling it.
+
+    Args:
+        driver_class: The driver class, named in the message.
+        build: Its constructor or ``from_url``.
+        url: The URL.
+        options: The driver's options.
+
+    Raises:
+        InvalidArgument: Naming the options, when the signature refuses them.
+    """
+    try:
+        inspect.signature(build).bind(url, **options)
+    except TypeError:
+        msg = (
+            f"unknown option(s) {sorted(options)} for {driver_class.__name__}; the common "
+            "ones are cursor_secret, clock, max_message_bytes, message_model and "
+            "chat_model (see the driver's documentation for its own)"
+        )
+        raise InvalidArgument(msg) from None
+
+
+class DriverBase:
+    """URL, options, lifecycle hooks and row helpers shared by drivers (optional).
+
+    Args:
+        url: The store URL (one of :attr:`schemes`).
+        **unknown: Options the driver's constructor did not take: refused.
+
+    Raises:
+        InvalidArgument: If an option is unknown to the driver.
+    """
+
+    schemes: ClassVar[tuple[str, ...]] = ()
+    """URL schemes this driver serves, for example ``("memory",)``."""
+
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    """Backend properties the contract suite checks (``steps``/``archive`` follow the code)."""
+
+    shield_writes: ClassVar[bool] = False
+    """Run write primitives to completion under cancellation (``WRITE_PRIMITIVES``).
+
+    Set it on drivers whose writes hold connections, locks or transactions across awaits
+    (SQL, MongoDB); a driver whose writes finish without yielding half-way needs nothing.
+    """
+
+    def __init__(self, url: str, **unknown: Any) -> None:
+        if unknown:
+            check_options(type(self), lambda url: None, url, unknown)
+        self.url = url
+        self.records = Records()
+        """The store's row helpers; set from :class:`DriverSetup` by :meth:`open`."""
+        self.auto_migrate = True
+        """May :meth:`open` upgrade the schema? (from :class:`DriverSetup`)."""
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> Self:
+        """Build an unopened driver for ``url``; ``open_store`` calls this.
+
+        Raises:
+            InvalidArgument: If the URL or an option is invalid for this driver.
+        """
+        check_options(cls, cls, url, options)
+        return cls(url, **options)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def open(self, setup: DriverSetup) -> bytes | None:
+        """Connect (:meth:`_open`), then load or store the cursor secret (:meth:`_load_secret`).
+
+        Returns:
+            The persisted cursor secret, or ``None`` without a candidate.
+
+        Raises:
+            BackendUnavailable: If the backend cannot be reached (closed again then).
+        """
+        self.records = setup.records
+        self.auto_migrate = setup.auto_migrate
+        await self._open()
+        if setup.secret_candidate is None:
+            return None
+        try:
+            loading = self._load_secret(setup.secret_candidate)
+            return await (finish(loading) if self.shield_writes else loading)
+        except BaseException:
+            await self._close()
+            raise
+
+    async def close(self) -> None:
+        """Release connections (:meth:`_close`)."""
+        await self._close()
+
+    async def _open(self) -> None:
+        """Connect, create or migrate the schema (a hook of :meth:`open`)."""
+
+    async def _close(self) -> None:
+        """Release connections (a hook of :meth:`close`); must not raise."""
+
+    async def _load_secret(self, candidate: bytes) -> bytes:
+        """Return the persisted cursor secret, storing ``candidate`` if there is none.
+
+        Atomic insert-if-absent. This default persists nothing (a store in memory).
+        """
+        return candidate
+
+    # -- row helpers (the store's models) -------------------------------------------------
+
+    @property
+    def message_model(self) -> type[Message]:
+        """The store's ``Message`` subclass."""
+        return self.records.message_model
+
+    @property
+    def chat_model(self) -> type[Chat]:
+        """The store's ``Chat`` subclass."""
+        return self.records.chat_model
+
+    def message_from_row(
+        self,
+        body: str | bytes | Mapping[str, Any],
+        *,
+        chat_id: UUID,
+        seq: int,
+        revision: int,
+        created_at: datetime | str | Unreadable | None,
+        updated_at: datetime | str | Unreadable | None,
+        deleted_at: datetime | str | Unreadable | None = None,
+    ) -> Message:
+        """:meth:`threadkeep.driver.Records.message_from_row` with the store's models."""
+        return self.records.message_from_row(
+            body,
+            chat_id=chat_id,
+            seq=seq,
+            revision=revision,
+            created_at=created_at,
+            updated_at=updated_at,
+            deleted_at=deleted_at,
+        )
+
+    def messages_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[Message]:
+        """:meth:`threadkeep.driver.Records.messages_from_rows` with the store's models."""
+        return self.records.messages_from_rows(rows)
+
+    def prepare(self, message: Message) -> PreparedMessage:
+        """:meth:`threadkeep.driver.Records.prepare` with the store's limit."""
+        return self.records.prepare(message)
+
+    message_body = staticmethod(message_body)
+    record_body = staticmethod(record_body)
+    record_from_body = staticmethod(record_from_body)
+    records_from_rows = staticmethod(records_from_rows)
+
+    @staticmethod
+    def fingerprint(message: Message) -> str:
+        """:func:`threadkeep.driver.fingerprint`."""
+        return Records.fingerprint(message)
