@@ -127,7 +127,9 @@ class RunBatchOps(Component):
             # writes nothing unless it is live and hot, and then the chat is looked at.
             quick = attempt == 0 and self._commit_checks_chat()
             if quick:
-                current = known if known is not None else await self._driver.get_run(chat_id, run_id)
+                current = (
+                    known if known is not None else await self._driver.get_run(chat_id, run_id)
+                )
             else:
                 current = None
             if current is None or current.status is not RunStatus.ACTIVE or current.owner != owner:

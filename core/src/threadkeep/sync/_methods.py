@@ -1122,9 +1122,10 @@ class SyncMethods:
         """Return what a run reads before it begins: its context and the messages it names.
 
         The same as :meth:`context_messages` and one :meth:`get_message_by_agui_id` per
-        id, in one round trip where the driver can (the optional primitive
-        ``_read_run_context``): ``StorageAgent`` reads the chat's context for the inner
-        agent and looks up the client's new message ids before every run.
+        id, in one round trip where the driver can (the optional
+        :class:`threadkeep.driver.RunContextDriver`): ``StorageAgent`` reads the chat's
+        context for the inner agent and looks up the client's new message ids before
+        every run.
 
         Args:
             chat_id: The chat (a ``UUID`` or its text form).
