@@ -22,7 +22,6 @@ from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from pydantic import Field
 
-from threadkeep import Role
 from threadkeep.integrations.langchain import ThreadkeepChatMessageHistory
 from threadkeep.sync import SyncStore
 
@@ -83,7 +82,7 @@ async def _turn(agent: Any, store: SyncStore, text: str, is_async: bool) -> list
 
 @pytest.mark.parametrize("is_async", [False, True])
 async def test_create_agent_three_turns_with_a_tool_call_and_a_reopened_store(
-    backend, is_async
+    backend, is_async, check_weather_chat
 ) -> None:
     agent, model = _agent(
         [
@@ -120,12 +119,5 @@ async def test_create_agent_three_turns_with_a_tool_call_and_a_reopened_store(
         chat = await plain.find_chat("langchain", SESSION)
         assert chat is not None
         messages = (await plain.list_messages(chat.chat_id, limit=200)).items
-    assert [m.role for m in messages] == [
-        Role.USER, Role.ASSISTANT, Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT,
-        Role.USER, Role.ASSISTANT,
-    ]  # fmt: skip
-    (tool_call,) = messages[3].tool_calls
-    assert (tool_call.agui_id, tool_call.name) == ("call_w", "get_weather")
-    assert (messages[4].tool_call_ref, messages[4].content) == ("call_w", "sunny in Paris")
-    assert messages[3].tokens == 15
+    check_weather_chat(messages)
     assert messages[-1].content == "You asked about Paris."
