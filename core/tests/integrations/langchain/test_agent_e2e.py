@@ -16,7 +16,6 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_core.tools import tool
 
-from threadkeep import Role
 from threadkeep.integrations.langchain import ThreadkeepChatMessageHistory
 
 pytestmark = pytest.mark.filterwarnings(
@@ -54,7 +53,9 @@ def _with_history(agent: RunnableLambda, store: Any) -> RunnableWithMessageHisto
 
 
 @pytest.mark.parametrize("is_async", [False, True])
-async def test_three_turns_with_a_tool_call_and_a_reopened_store(backend, is_async) -> None:
+async def test_three_turns_with_a_tool_call_and_a_reopened_store(
+    backend, is_async, check_weather_chat
+) -> None:
     call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_w", "type": "tool_call"}
     model = GenericFakeChatModel(
         messages=iter(
@@ -98,11 +99,4 @@ async def test_three_turns_with_a_tool_call_and_a_reopened_store(backend, is_asy
         chat = reopened.find_chat("langchain", "e2e-weather")
         assert chat is not None
         messages = reopened.list_messages(chat.chat_id, limit=200).items
-        assert [m.role for m in messages] == [
-            Role.USER, Role.ASSISTANT, Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT,
-            Role.USER, Role.ASSISTANT,
-        ]  # fmt: skip
-        (tool_call,) = messages[3].tool_calls
-        assert (tool_call.agui_id, tool_call.name) == ("call_w", "get_weather")
-        assert (messages[4].tool_call_ref, messages[4].content) == ("call_w", "sunny in Paris")
-        assert messages[3].tokens == 15
+        check_weather_chat(messages)
