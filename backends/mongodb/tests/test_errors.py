@@ -141,7 +141,7 @@ async def test_connection_lost_mid_use_is_backend_unavailable(mongo_db: tuple[st
     relay_port = await proxy.start()
     store = MongoStore(
         f"mongodb://127.0.0.1:{relay_port}/{database}?directConnection=true",
-        client_options={"serverSelectionTimeoutMS": 300, "connectTimeoutMS": 300},
+        client_options={"serverSelectionTimeoutMS": 5000, "connectTimeoutMS": 20000},
     )
     await store.open()
     try:

@@ -12,8 +12,8 @@ cannot damage those rows returns ``None`` and the tests skip, saying so.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import ClassVar
 from uuid import UUID
 
@@ -21,8 +21,9 @@ import pytest
 
 from threadkeep import CorruptRecord, RunStatus, Step, Store
 
-from ._base import ContractBase
+from ._base import ContractBase, StoreFactory
 from ._corrupt_rows import DAMAGES, write_damage
+from ._helpers import SteppingClock, opened
 from ._steps import steps_capability
 
 __all__ = ["DamagedRecordTests"]
@@ -83,18 +84,27 @@ class DamagedRecordTests(ContractBase):
 
     @steps_capability
     @pytest.mark.asyncio
-    async def test_a_damaged_run_does_not_stop_the_sweeper(self, store: Store) -> None:
+    async def test_a_damaged_run_does_not_stop_the_sweeper(
+        self, store_factory: StoreFactory
+    ) -> None:
+        # The store's own clock, moved by hand: the leases expire in the order the test says,
+        # however slowly it runs (a real clock and short leases raced a loaded machine).
+        clock = SteppingClock(step=timedelta(milliseconds=1))
+        async with opened(store_factory, clock=clock) as store:
+            await self._damaged_run_is_passed_over(store, clock)
+
+    async def _damaged_run_is_passed_over(self, store: Store, clock: SteppingClock) -> None:
         damaged = await store.create_chat("u-damaged", "t-bad-run")
         healthy = await store.create_chat("u-damaged", "t-good-run")
-        await store.start_run(damaged.chat_id, "r-bad", owner="w", lease_seconds=0.01)
-        await asyncio.sleep(0.02)  # the damaged run expires first: it heads the sweep's order
-        await store.start_run(healthy.chat_id, "r-good", owner="w", lease_seconds=0.01)
+        await store.start_run(damaged.chat_id, "r-bad", owner="w", lease_seconds=30)
+        clock.advance(timedelta(seconds=1))  # the damaged run expires first: it heads the sweep
+        await store.start_run(healthy.chat_id, "r-good", owner="w", lease_seconds=30)
         for damage in BODY_DAMAGES:
             if await self._damage(store, "run", damaged.chat_id, None, damage) is not None:
                 break
         else:
             pytest.skip("the back door cannot damage a run row (`damage_row`)")
-        await asyncio.sleep(0.05)
+        clock.advance(timedelta(seconds=60))  # both leases have expired
         swept = await store.sweep_expired_runs()
         assert [(r.chat_id, r.run_id) for r in swept] == [(healthy.chat_id, "r-good")]
         good = await store.get_run(healthy.chat_id, "r-good")

@@ -161,21 +161,41 @@ async def test_the_app_opens_its_own_store_for_its_lifetime(example, tmp_path):
         assert len((await store.list_messages(chat.chat_id)).items) == 4
 
 
+class HeldAgent:
+    """The example's agent, held after its first event until ``release`` is set.
+
+    A retry sent while it is held lands mid-run however loaded the machine is.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def run(self, input: Any) -> Any:
+        held = False
+        async for event in self.inner.run(input):
+            yield event
+            if not held:
+                held = True
+                self.started.set()
+                await self.release.wait()
+
+
 async def test_a_retry_of_a_run_still_streaming_gets_run_conflict_not_a_500(example, tmp_path):
     async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'ex.db'}") as store:
-        # A slow stream (about 1 s) so the retry lands mid-run even on a loaded CI machine.
-        app = example.create_app(store, agent=example.WeatherAgent(delay=0.1))
+        agent = HeldAgent(example.WeatherAgent(delay=0))
+        app = example.create_app(store, agent=agent)
         first = asyncio.create_task(call(app, "POST", "/agui", run_input("r4")))
-        for _ in range(400):  # until the first POST registered its run
-            if app.state.manager.get("t1", "r4") is not None:
-                break
-            await asyncio.sleep(0.005)
+        await asyncio.wait_for(agent.started.wait(), 120)  # a hang guard, not a timing
+        assert app.state.manager.get("t1", "r4") is not None
         status, chunks = await call(app, "POST", "/agui", run_input("r4"))
         assert status == 200
         (refused,) = events_of(chunks)
         assert (refused["type"], refused["code"]) == ("RUN_ERROR", "RUN_CONFLICT")
         assert "is executing" in refused["message"]
         # The first stream is untouched, and a retry after it ended gets the same answer.
+        agent.release.set()
         status, chunks = await first
         assert (status, events_of(chunks)[-1]["type"]) == (200, "RUN_FINISHED")
         await app.state.manager.drain()

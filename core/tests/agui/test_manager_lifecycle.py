@@ -26,13 +26,13 @@ async def test_a_cancel_before_the_first_step_ends_the_stream_with_the_cancel_ou
     handle = await manager.run(kit.run_input())
     assert (handle.cancel() if how == "handle" else manager.cancel("thread-1", "run-1")) is True
 
-    received = await asyncio.wait_for(_collect(handle), 5)
+    received = await asyncio.wait_for(_collect(handle), 120)
     (event,) = received
     assert isinstance(event, RunFinishedEvent)
     assert event.outcome is not None
     assert event.outcome.type == "cancelled"
     assert (event.thread_id, event.run_id) == ("thread-1", "run-1")
-    await asyncio.wait_for(handle.wait(), 5)
+    await asyncio.wait_for(handle.wait(), 120)
     assert handle.done
     assert manager.get("thread-1", "run-1") is None
     assert handle.cancel() is False
@@ -82,14 +82,14 @@ async def test_a_cancel_after_the_terminal_event_changes_nothing(store, kit):
 
     manager = manager_for(store, kit.Agent(script))
     handle = await manager.run(kit.run_input())
-    received = await asyncio.wait_for(_collect(handle), 5)
+    received = await asyncio.wait_for(_collect(handle), 120)
     assert isinstance(received[-1], RunFinishedEvent)
     assert received[-1].outcome is None or received[-1].outcome.type != "cancelled"
     # The run ended as far as the client knows: the cancel reports so, stops the
     # lingering agent (wait() returns without it) and leaves the outcome as it was.
     assert handle.cancel() is False
     assert manager.cancel("thread-1", "run-1") is False
-    await asyncio.wait_for(handle.wait(), 5)
+    await asyncio.wait_for(handle.wait(), 120)
     assert not linger.is_set()
     chat = await store.find_chat("u", "thread-1")
     run = await store.get_run(chat.chat_id, "run-1")

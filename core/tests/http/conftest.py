@@ -43,31 +43,28 @@ def secret() -> str:
     return SECRET
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
 def _serving(app: Any) -> Iterator[str]:
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=_free_port(), log_level="warning", lifespan="on"
-    )
+    # The listening socket is bound here and handed to uvicorn: a port picked free and bound
+    # again later could be taken in between by another process on a busy machine.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
+    deadline = time.monotonic() + 120
     try:
-        yield f"http://127.0.0.1:{config.port}"
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=30)
+        thread.join(timeout=60)
+        listener.close()
 
 
 @pytest.fixture(scope="session")

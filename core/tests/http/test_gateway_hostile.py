@@ -111,7 +111,7 @@ async def test_hs256_signed_with_the_rs256_public_key_is_refused():
     public_pem = private.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    claims = {"sub": "alice", "tenant": "acme", "exp": int(time.time()) + 60}
+    claims = {"sub": "alice", "tenant": "acme", "exp": int(time.time()) + 3600}
 
     def b64(data: bytes) -> str:
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
@@ -239,23 +239,25 @@ def test_a_run_is_stored_when_its_stream_ends(live, token):
 
 async def test_an_unreachable_jwks_endpoint_answers_503_not_401():
     """The issuer's key endpoint being down is an outage (retry), not bad credentials."""
-    with socket.socket() as probe:  # a port nothing listens on
+    # A port held bound but not listening: connecting is refused, and no other process can
+    # take the port while the test runs (as it could a port probed free and released).
+    with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    claims = {"sub": "alice", "exp": int(time.time()) + 60}
-    signed = _bearer(jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k1"}))
-    check = JWTAuthenticator(jwks_url=f"http://127.0.0.1:{port}/jwks.json")
-    async with open_store(f"memory://jwks-down-{uuid4().hex}") as store:
-        app = create_app(store, authenticator=check)
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as http:
-            response = await http.get(f"/agents/{AGENT}/chat/threads", headers=signed)
-            body = _error(response, 503, "auth_unavailable")
-            assert str(port) not in body["error"]["message"]
-            assert response.headers.get("retry-after")
-            # A token without credentials at all is still a plain 401, with no fetch.
-            _error(await http.get(f"/agents/{AGENT}/chat/threads"), 401, "unauthorized")
+        private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        claims = {"sub": "alice", "exp": int(time.time()) + 3600}
+        signed = _bearer(jwt.encode(claims, private, algorithm="RS256", headers={"kid": "k1"}))
+        check = JWTAuthenticator(jwks_url=f"http://127.0.0.1:{port}/jwks.json")
+        async with open_store(f"memory://jwks-down-{uuid4().hex}") as store:
+            app = create_app(store, authenticator=check)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://gw") as http:
+                response = await http.get(f"/agents/{AGENT}/chat/threads", headers=signed)
+                body = _error(response, 503, "auth_unavailable")
+                assert str(port) not in body["error"]["message"]
+                assert response.headers.get("retry-after")
+                # A token without credentials at all is still a plain 401, with no fetch.
+                _error(await http.get(f"/agents/{AGENT}/chat/threads"), 401, "unauthorized")
 
 
 class _LingeringAgent:

@@ -25,6 +25,11 @@ from threadkeep import Message, Reasoning, Share, ToolCall, open_store
 from threadkeep.http import JWTAuthenticator, create_app
 
 CHROMIUM = os.environ.get("THREADKEEP_TEST_CHROMIUM", "/usr/bin/chromium")
+# Playwright waits 30 s for a selector and 5 s for an `expect`: too little for a browser and a
+# server sharing two loaded cores. Waits are for something to appear, so a long bound costs
+# nothing when it does.
+UI_TIMEOUT_MS = 120_000
+expect.set_options(timeout=UI_TIMEOUT_MS)
 AGENT = "support"
 SECRET = "gateway-tests-shared-secret-0123456789abcdef"
 HOSTILE = (
@@ -157,9 +162,12 @@ def page(chromium, tmp_path: Path) -> Iterator[Any]:
             executable_path=chromium,
             headless=True,
             args=CHROMIUM_ARGS,
+            timeout=UI_TIMEOUT_MS,
         )
         try:
-            yield browser.new_page()
+            page = browser.new_page()
+            page.set_default_timeout(UI_TIMEOUT_MS)
+            yield page
         finally:
             browser.close()
 

@@ -183,10 +183,10 @@ def test_a_call_in_flight_when_the_store_closes_gets_backend_unavailable() -> No
     store._store.get_chat = never_ends  # type: ignore[method-assign]
     with ThreadPoolExecutor(max_workers=1) as pool:
         call = pool.submit(store.get_chat, "00000000-0000-0000-0000-000000000000")
-        assert started.wait(10)
+        assert started.wait(120)
         store.close()
         with pytest.raises(BackendUnavailable, match="closed"):
-            call.result(timeout=10)
+            call.result(timeout=120)
     assert not store.is_open
 
 
@@ -204,16 +204,16 @@ async def test_an_integration_call_in_flight_when_its_sync_store_closes() -> Non
 
     handle = StoreHandle(store)
     call = asyncio.ensure_future(handle.run(lambda s: never_ends("x")))
-    assert await asyncio.to_thread(started.wait, 10)
+    assert await asyncio.to_thread(started.wait, 120)
     await asyncio.to_thread(store.close)
     with pytest.raises(BackendUnavailable, match="closed"):
-        await asyncio.wait_for(call, 10)
+        await asyncio.wait_for(call, 120)
 
     # The caller's own cancellation stays a cancellation.
     store.open()
     started.clear()
     call = asyncio.ensure_future(handle.run(lambda s: never_ends("x")))
-    assert await asyncio.to_thread(started.wait, 10)
+    assert await asyncio.to_thread(started.wait, 120)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
