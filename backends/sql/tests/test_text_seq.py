@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from threadkeep import CorruptRecord, CorruptRow, Message
+from threadkeep import CorruptRecord, Message
+from threadkeep_contract_tests import walk_past_damage
 from threadkeep_sql import SqlStore
 
 TEXT_SEQ = "x3"
@@ -60,17 +61,8 @@ async def test_a_text_seq_is_reported_never_hidden(tmp_path: Path) -> None:
         after = await store.append_message(chat_id, Message(role="user", content="after"))
         assert after.seq == stored[-1].seq + 1  # the text seq is not taken for the highest
     async with SqlStore(url, corrupt_records="skip") as store:
-        contents: list[str] = []
-        corrupt: list[CorruptRow] = []
-        cursor: str | None = None
-        while True:
-            page = await store.list_messages(chat_id, limit=2, cursor=cursor)
-            contents[:0] = [m.content for m in page.items]
-            corrupt += page.corrupt
-            if not page.has_more:
-                break
-            cursor = page.next_cursor
-        assert contents == ["m0", "m1", "m2", "m4", "m5", "after"]
+        messages, corrupt = await walk_past_damage(store, chat_id, limit=2)
+        assert [m.content for m in messages] == ["m0", "m1", "m2", "m4", "m5", "after"]
         assert [(c.chat_id, c.column) for c in corrupt] == [(chat_id, "seq")]
         # A filtered page goes the SQLAlchemy way, not the one-hop SQLite path: the same.
         filtered = await store.list_messages(chat_id, message_filter={"roles": ["user"]})

@@ -57,7 +57,7 @@ from ._archive_store import ArchiveStoreContract
 from ._base import StoreFactory, require_capability
 from ._contract import StoreContract
 from ._corrupt_rows import DAMAGED_BODIES, DAMAGED_TIMESTAMP, DAMAGES
-from ._helpers import require_realdata
+from ._helpers import require_realdata, walk_past_damage
 from ._raw import BackDoor, RawChat, RawMessage
 from ._services import require_service
 
@@ -79,4 +79,5 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as tests/test_plugin.py checks
     "require_capability",
     "require_realdata",
     "require_service",
+    "walk_past_damage",
 ]

@@ -18,9 +18,10 @@ from uuid import UUID
 
 import pytest
 
-from threadkeep import ChatFilter, CorruptRecord, CorruptRow, Message, Store
+from threadkeep import ChatFilter, CorruptRecord, Message, Store
 
 from ._base import ContractBase, StoreFactory
+from ._helpers import walk_past_damage
 
 __all__ = ["DAMAGED_BODIES", "DAMAGED_TIMESTAMP", "DAMAGES", "CorruptRowTests", "write_damage"]
 
@@ -171,17 +172,8 @@ class CorruptRowTests(ContractBase):
     async def test_skip_option_reads_past_damaged_rows(self, store_factory: StoreFactory) -> None:
         async with store_factory(corrupt_records="skip") as store:
             for damage, chat_id, bad, column in await self._damaged_chats(store):
-                contents: list[str] = []
-                corrupt: list[CorruptRow] = []
-                cursor: str | None = None
-                while True:
-                    page = await store.list_messages(chat_id, limit=2, cursor=cursor)
-                    contents[:0] = [m.content for m in page.items]
-                    corrupt += page.corrupt
-                    if not page.has_more:
-                        break
-                    cursor = page.next_cursor
-                assert contents == ["m0", "m1", "m2", "m4", "m5"], damage
+                messages, corrupt = await walk_past_damage(store, chat_id, limit=2)
+                assert [m.content for m in messages] == ["m0", "m1", "m2", "m4", "m5"], damage
                 assert [(c.chat_id, c.seq, c.column) for c in corrupt] == [
                     (chat_id, bad.seq, column)
                 ], damage

@@ -14,7 +14,7 @@ from uuid import UUID
 
 import pytest
 
-from threadkeep import Chat, ChatFilter, Message, MessageFilter, Page, Store
+from threadkeep import Chat, ChatFilter, CorruptRow, Message, MessageFilter, Page, Store
 
 from ._base import StoreFactory
 
@@ -31,6 +31,7 @@ __all__ = [
     "require_realdata",
     "walk_chats",
     "walk_messages",
+    "walk_past_damage",
 ]
 
 STORE_ASSIGNED = frozenset({"chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at"})
@@ -166,6 +167,35 @@ async def walk_messages(
         )
 
     return await _walk(fetch, limit, lambda m: m.seq, between_pages)
+
+
+async def walk_past_damage(
+    store: Store, chat_id: UUID, *, limit: int
+) -> tuple[list[Message], list[CorruptRow]]:
+    """Walk a chat's history on a ``corrupt_records="skip"`` store, collecting the damage.
+
+    Unlike :func:`walk_messages` it does not check page sizes: a page that skipped damaged
+    rows holds fewer than ``limit`` messages and may still have more.
+
+    Args:
+        store: An open store made with ``corrupt_records="skip"``.
+        chat_id: The chat.
+        limit: Page size (``list_messages``' ``limit``).
+
+    Returns:
+        ``(messages, corrupt)``: every readable message, oldest first, and every
+        ``CorruptRow`` the pages reported, in the order they were read (newest page first).
+    """
+    pages: list[list[Message]] = []
+    corrupt: list[CorruptRow] = []
+    cursor: str | None = None
+    while True:
+        page = await store.list_messages(chat_id, limit=limit, cursor=cursor)
+        pages.append(list(page.items))
+        corrupt += page.corrupt
+        if not page.has_more:
+            return [m for items in reversed(pages) for m in items], corrupt
+        cursor = page.next_cursor
 
 
 async def walk_chats(
