@@ -141,8 +141,7 @@ class CommitMixin(MessagesMixin, RunsMixin):
             for i, item in enumerate(messages)
         ]
         saved = [r.model_copy(update={"seq": first_step + i}) for i, r in enumerate(records)]
-        stored = self.record_from_body(Run, run_body, revision=revision)
-        return stored, results, saved
+        return self._committed(run_body, revision, results, saved)
 
     async def _commit_run_lite(
         self,
@@ -174,8 +173,7 @@ class CommitMixin(MessagesMixin, RunsMixin):
             else (self._message_row(row), False)
             for item, (seq, row) in zip(messages, outcomes, strict=True)
         ]
-        stored = self.record_from_body(Run, run_body, revision=revision)
-        return stored, results, saved
+        return self._committed(run_body, revision, results, saved)
 
     async def _commit_run_transaction(
         self,
@@ -213,5 +211,19 @@ class CommitMixin(MessagesMixin, RunsMixin):
                     .values(**values)
                 )
             saved = await self._save_steps_locked(conn, steps, now) if steps else []
-        stored = self.record_from_body(Run, values["body"], revision=revision)
-        return stored, results, saved
+        return self._committed(values["body"], revision, results, saved)
+
+    def _committed(
+        self,
+        run_body: str,
+        revision: int,
+        results: list[tuple[Message, bool]],
+        saved: list[Step],
+    ) -> CommitResult:
+        """Build what every commit path returns (:data:`CommitResult`).
+
+        Returns:
+            The run as stored (``run_body`` at ``revision``), each message with whether
+            this commit created it, and the steps as saved.
+        """
+        return self.record_from_body(Run, run_body, revision=revision), results, saved
