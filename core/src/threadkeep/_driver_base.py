@@ -9,16 +9,22 @@ its URL, option checking, the store's row helpers once open (:attr:`records`), a
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any, ClassVar, Self, TypeVar
-from uuid import UUID
+from collections.abc import Callable, Mapping
+from typing import (
+    Any,
+    ClassVar,
+    Concatenate,
+    Generic,
+    ParamSpec,
+    Self,
+    TypeVar,
+    cast,
+    overload,
+)
 
 from pydantic import BaseModel
 
 from ._capabilities import Capabilities
-from ._content import PreparedMessage
-from ._corrupt import Unreadable
 from ._driver import DriverSetup
 from ._errors import InvalidArgument
 from ._models import Chat, Message
@@ -28,6 +34,33 @@ from ._shielding import finish
 __all__ = ["DriverBase", "check_options"]
 
 R = TypeVar("R", bound=BaseModel)
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class _FromRecords(Generic[P, T]):
+    """A method of :class:`~threadkeep.driver.Records`, called on a driver's ``records``.
+
+    ``driver.message_from_row(...)`` is ``driver.records.message_from_row(...)``: one
+    definition (in ``Records``), typed and documented there, and no forwarding copy.
+    """
+
+    def __init__(self, method: Callable[Concatenate[Records, P], T]) -> None:
+        self._name = method.__name__
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, driver: None, owner: type[Any]) -> Self: ...
+
+    @overload
+    def __get__(self, driver: DriverBase, owner: type[Any] | None = None) -> Callable[P, T]: ...
+
+    def __get__(
+        self, driver: DriverBase | None, owner: type[Any] | None = None
+    ) -> Self | Callable[P, T]:
+        if driver is None:
+            return self
+        return cast("Callable[P, T]", getattr(driver.records, self._name))
 
 
 def check_options(driver_class: type, build: Any, url: str, options: Mapping[str, Any]) -> None:
@@ -148,35 +181,11 @@ class DriverBase:
         """The store's ``Chat`` subclass."""
         return self.records.chat_model
 
-    def message_from_row(
-        self,
-        body: str | bytes | Mapping[str, Any],
-        *,
-        chat_id: UUID,
-        seq: int,
-        revision: int,
-        created_at: datetime | str | Unreadable | None,
-        updated_at: datetime | str | Unreadable | None,
-        deleted_at: datetime | str | Unreadable | None = None,
-    ) -> Message:
-        """:meth:`threadkeep.driver.Records.message_from_row` with the store's models."""
-        return self.records.message_from_row(
-            body,
-            chat_id=chat_id,
-            seq=seq,
-            revision=revision,
-            created_at=created_at,
-            updated_at=updated_at,
-            deleted_at=deleted_at,
-        )
-
-    def messages_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[Message]:
-        """:meth:`threadkeep.driver.Records.messages_from_rows` with the store's models."""
-        return self.records.messages_from_rows(rows)
-
-    def prepare(self, message: Message) -> PreparedMessage:
-        """:meth:`threadkeep.driver.Records.prepare` with the store's limit."""
-        return self.records.prepare(message)
+    # The row helpers of the store's models: Records' own methods, reached through the
+    # current ``records`` (replaced at open), with their signatures and docstrings.
+    message_from_row = _FromRecords(Records.message_from_row)
+    messages_from_rows = _FromRecords(Records.messages_from_rows)
+    prepare = _FromRecords(Records.prepare)
 
     message_body = staticmethod(message_body)
     record_body = staticmethod(record_body)
