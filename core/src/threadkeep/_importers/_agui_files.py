@@ -153,8 +153,11 @@ def _read(path: Path, *, root: Path, strict: bool) -> list[Recording]:
     items = parsed.items if parsed else []
     lines = parsed.lines if parsed else []
     found = _classify(path, root, items, lines=lines, skipped=skipped, text_digest=digest(text))
-    if found and parsed and parsed.problems and not parsed.sse:
-        raise InvalidArgument(f"{path}: {parsed.problems[0]}; the file is not valid JSON Lines")
+    if found and parsed and parsed.problems:
+        if not parsed.sse:
+            msg = f"{path}: {parsed.problems[0]}; the file is not valid JSON Lines"
+            raise InvalidArgument(msg)
+        skipped = [*parsed.problems, *skipped]  # SSE blocks that do not decode: warned below
     if not found:
         skipped = [*(parsed.problems if parsed else []), *skipped]
         noun = "item" if len(skipped) == 1 else "items"

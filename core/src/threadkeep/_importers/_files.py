@@ -49,6 +49,8 @@ def read_records(path: Path) -> tuple[list[Any], list[int | None]]:
         raise InvalidArgument(f"{path} is empty; expected a JSON array of records or JSON Lines")
     try:
         document = json.loads(text)
+    except RecursionError as exc:
+        raise _too_deep(path) from exc
     except json.JSONDecodeError as exc:
         if stripped.startswith("["):
             msg = f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
@@ -101,6 +103,8 @@ def _stream_lines(file: Any, path: Path) -> Iterator[tuple[Any, int | None]]:
             continue
         try:
             record = json.loads(line)
+        except RecursionError as exc:
+            raise _too_deep(path, number) from exc
         except json.JSONDecodeError as exc:
             if first:
                 raise _NotJsonLines from exc
@@ -126,6 +130,12 @@ def _first_char(path: Path) -> str:
     return head[:1]
 
 
+def _too_deep(path: Path, line: int | None = None) -> InvalidArgument:
+    """The error for JSON nested deeper than the parser recurses (``RecursionError``)."""
+    where = f"{path}: line {line}" if line is not None else str(path)
+    return InvalidArgument(f"{where} nests JSON too deep to be read; it is not a transcript")
+
+
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")
@@ -149,6 +159,8 @@ def _json_lines(text: str, path: Path) -> tuple[list[Any], list[int | None]]:
         try:
             records.append(json.loads(line))
             lines.append(number)
+        except RecursionError as exc:
+            raise _too_deep(path, number) from exc
         except json.JSONDecodeError as exc:
             msg = (
                 f"{path} is neither JSON nor JSON Lines: line {number} does not parse "

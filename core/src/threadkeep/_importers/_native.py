@@ -31,6 +31,7 @@ from .._models import Boundary, Message
 from .._records import record_body
 from . import ImportReport, ProgressCallback
 from ._files import find_files
+from ._shape import shape_checked
 from ._write import store_conversation
 from .openai import _Conversation
 
@@ -267,5 +268,6 @@ async def import_files(
     root = Path(path)
     conversations: list[Conversation] = []
     for file, label in find_files(root, suffixes):
-        conversations += convert(file, label, store.max_message_bytes)
+        with shape_checked(label):
+            conversations += convert(file, label, store.max_message_bytes)
     return await import_conversations(store, user_id, conversations, root.name, progress)

@@ -46,6 +46,7 @@ from ._claude_tree import Line, split_branches
 from ._files import check_record
 from ._jsonl import iter_json_lines
 from ._native import Conversation, check_message, import_conversations
+from ._shape import shape_checked
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -108,10 +109,14 @@ async def import_claude_code(
         ThreadkeepError: Any error of the store; chats before the failing one stay.
     """
     root = Path(path)
-    sessions = [_read_with_subagents(file) for file in session_files(root)]
+    sessions = []
+    for file in session_files(root):
+        with shape_checked(file.name):
+            sessions.append(_read_with_subagents(file))
     conversations: list[Conversation] = []
     for session in sessions:
-        conversations += _session_conversations(session, store.max_message_bytes)
+        with shape_checked(session.label):
+            conversations += _session_conversations(session, store.max_message_bytes)
     for session in sessions:
         if session.skipped:
             _log.info("%s: skipped lines by type: %s", session.label, dict(session.skipped))

@@ -36,6 +36,7 @@ from .._models import Message, Role
 from . import ImportReport, ProgressCallback
 from ._files import check_record
 from ._openai_shapes import is_responses, legacy_entries, responses_messages
+from ._shape import shape_checked
 from ._write import import_records
 from ._write import record_digest as digest_of
 
@@ -163,8 +164,8 @@ def _conversation(
 ) -> _Conversation:
     where = f"{file_name}: record {index}" + (f" (line {line})" if line is not None else "")
     check_record(record, where)
-    entries = _entries(record, where)
-    messages = _messages(entries, where)
+    with shape_checked(where):
+        messages = _messages(_entries(record, where), where)
     prepared = []
     for position, message in enumerate(messages):
         try:  # what the store would refuse, refused before anything is written

@@ -40,6 +40,7 @@ from . import ImportReport, ProgressCallback
 from ._files import aware_timestamp, check_record, find_files, read_records
 from ._jsontext import js_stringify
 from ._native import Conversation, bounded_fields, check_message, import_conversations
+from ._shape import shape_checked
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -108,11 +109,13 @@ def _conversations(root: Path, max_bytes: int) -> list[Conversation]:
             parent = PurePosixPath(label).parent.as_posix()
             folders.setdefault(root.name if parent == "." else parent, []).append(records[0])
         else:
-            conversations += _file_conversations(records, lines, label, max_bytes)
+            with shape_checked(label):
+                conversations += _file_conversations(records, lines, label, max_bytes)
     for folder, events in sorted(folders.items()):
-        events.sort(key=lambda event: (not isinstance(event["id"], int), event["id"]))
-        thread_id = f"openhands:{folder}/"
-        conversations.append(events_conversation(events, f"{folder}/", thread_id, max_bytes))
+        with shape_checked(f"{folder}/"):
+            events.sort(key=lambda event: (not isinstance(event["id"], int), event["id"]))
+            thread_id = f"openhands:{folder}/"
+            conversations.append(events_conversation(events, f"{folder}/", thread_id, max_bytes))
     return conversations
 
 

@@ -118,8 +118,8 @@ def read_event_text(text: str) -> ParsedStream:
     if stripped[0] in "[{":
         try:
             document = json.loads(stripped)
-        except json.JSONDecodeError:
-            pass
+        except (json.JSONDecodeError, RecursionError):
+            pass  # JSON Lines or SSE; a too-deep document is reported by line below
         else:
             items = document if isinstance(document, list) else [document]
             return ParsedStream(items, [], [None] * len(items))
@@ -137,6 +137,8 @@ def _json_lines(text: str) -> ParsedStream:
                 parsed.lines.append(number)
             except json.JSONDecodeError as exc:
                 parsed.problems.append(f"line {number}: not JSON ({exc.msg})")
+            except RecursionError:
+                parsed.problems.append(f"line {number}: not JSON (nested too deep)")
     return parsed
 
 
@@ -169,3 +171,5 @@ def _decode_block(block: str, line: int, parsed: ParsedStream) -> None:
         parsed.lines.append(line)
     except json.JSONDecodeError as exc:
         parsed.problems.append(f"line {line}: data is not JSON ({exc.msg})")
+    except RecursionError:
+        parsed.problems.append(f"line {line}: data is not JSON (nested too deep)")
