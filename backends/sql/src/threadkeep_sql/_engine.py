@@ -42,6 +42,7 @@ from threadkeep import InvalidArgument, ThreadkeepError
 from threadkeep.driver import complete, enter_whole, finish
 
 from ._errors import map_native_errors
+from ._lite import LiteRunner
 from ._replica import ReadRouter
 from ._runner import Compiled, PgRunner, Runner
 
@@ -462,6 +463,9 @@ class Database:
         if self._compiled is not None:
             async with self._autocommit() as (conn, driver):
                 yield PgRunner(conn, driver, self._compiled)
+        elif self._lite is not None and not write:
+            async with self.sqlite_driver(write=False) as sqlite_driver:
+                yield LiteRunner(sqlite_driver, self._lite)
         else:
             async with self._enter(engine, transaction=transaction, write=write) as conn:
                 yield Runner(conn)
@@ -472,16 +476,18 @@ class Database:
 
         Taken as :meth:`write` (``write=True``: behind the writer lock) or :meth:`read`
         takes its connection, without any ``BEGIN`` (``threadkeep_sql._lite`` issues its
-        own); native errors are mapped (``map_native_errors``).
+        own); native errors are mapped (``map_native_errors``). Connections stay checked
+        out between operations (up to ``pool_size``); one that saw an error is closed.
         """
         if self._every_lock is not None:  # ":memory:": the one shared connection, locked
             async with self._enter(self.engine, transaction=False, write=write) as conn:
                 yield (await conn.get_raw_connection()).driver_connection
             return
+        lock = self._write_lock if write else None
         with map_native_errors():
-            async with AsyncExitStack() as stack:
-                if write and self._write_lock is not None:
-                    await stack.enter_async_context(self._write_lock)
+            if lock is not None:
+                await lock.acquire()
+            try:
                 held = self._lite_held.pop() if self._lite_held else await self._checkout()
                 try:
                     yield held[1]
@@ -493,6 +499,9 @@ class Database:
                     self._lite_held.append(held)
                 else:
                     await complete(held[0].close())
+            finally:
+                if lock is not None:
+                    lock.release()
 
     @property
     def sqlite_compiled(self) -> Compiled:
@@ -536,7 +545,9 @@ class Database:
 
         ``write=False``: reads, as :meth:`read`; ``write=True``: self-atomic write
         statements, as :meth:`write`. PostgreSQL runs the statements on asyncpg directly
-        (see :mod:`threadkeep_sql._runner`), SQLite through SQLAlchemy.
+        (see :mod:`threadkeep_sql._runner`); SQLite reads run each statement in one hop
+        on the connection's thread (:class:`~threadkeep_sql._lite.LiteRunner`), SQLite
+        writes through SQLAlchemy.
         """
         if write:
             return self._noted(self._runner(self.engine, transaction=True, write=True))
