@@ -18,7 +18,7 @@ from typing import Any
 import aiosqlite
 import pytest
 
-from threadkeep import BackendUnavailable, ChatFilter, Message, Step, Store
+from threadkeep import BackendUnavailable, ChatFilter, Conflict, Message, Step, Store
 from threadkeep_sql import SqlStore
 from threadkeep_sql._engine import BUSY_TIMEOUT_MS
 from threadkeep_sql._lite import LiteRunner
@@ -82,6 +82,9 @@ async def test_reads_and_writes_on_the_path_take_one_hop_each(
     changed = await _one_hop(hops, lambda: update, 2)  # the read of the stored message, the replace
     assert (await store.get_message(stored.message_id)).content == "hello again"
     assert changed.revision == stored.revision + 1
+    renamed = await _one_hop(hops, lambda: store.rename_chat(chat.chat_id, "named"), 2)
+    assert renamed.name == "named"
+    assert renamed.revision > chat.revision
     step = Step(chat_id=chat.chat_id, stack_id="s-1", type="tool")
     saved = await _one_hop(hops, lambda: store.save_steps([step]), 2)  # get_chat, then save
     assert [s.step_id for s in saved] == [step.step_id]
@@ -92,6 +95,19 @@ async def test_a_live_key_taken_meanwhile_returns_the_live_chat(store: Store) ->
     again = await store.create_chat("u", "t", name="second")
     assert again.chat_id == first.chat_id
     assert again.name == "first"
+
+
+@pytest.mark.parametrize("where", ["file", "memory"])
+async def test_restoring_over_a_taken_live_key_names_the_conflict(
+    tmp_path: Path, where: str
+) -> None:
+    url = "sqlite+aiosqlite:///" + (":memory:" if where == "memory" else str(tmp_path / "k.db"))
+    async with SqlStore(url) as store:
+        old = await store.create_chat("u", "t")
+        await store.delete_chat(old.chat_id)
+        await store.create_chat("u", "t")
+        with pytest.raises(Conflict, match="delete it before restoring this one"):
+            await store.restore_chat(old.chat_id)
 
 
 async def test_every_connection_runs_wal_and_synchronous_normal(store: Store) -> None:

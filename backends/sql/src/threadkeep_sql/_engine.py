@@ -382,9 +382,9 @@ class Database:
 
     @asynccontextmanager
     async def _enter(
-        self, engine: AsyncEngine, *, transaction: bool, write: bool
+        self, engine: AsyncEngine, *, transaction: bool, write: bool, conflict: str | None = None
     ) -> AsyncIterator[AsyncConnection]:
-        with map_native_errors():
+        with map_native_errors(conflict=conflict):
             async with AsyncExitStack() as stack:
                 if self._every_lock is not None:
                     await stack.enter_async_context(self._every_lock)
@@ -471,20 +471,24 @@ class Database:
                 yield Runner(conn)
 
     @asynccontextmanager
-    async def sqlite_driver(self, *, write: bool) -> AsyncIterator[Any]:
+    async def sqlite_driver(
+        self, *, write: bool, conflict: str | None = None
+    ) -> AsyncIterator[Any]:
         """SQLite: a pooled connection's ``aiosqlite.Connection``, for one operation.
 
         Taken as :meth:`write` (``write=True``: behind the writer lock) or :meth:`read`
         takes its connection, without any ``BEGIN`` (``threadkeep_sql._lite`` issues its
-        own); native errors are mapped (``map_native_errors``). Connections stay checked
-        out between operations (up to ``pool_size``); one that saw an error is closed.
+        own); native errors are mapped (``map_native_errors``, a unique violation to
+        ``Conflict(conflict)`` when ``conflict`` is given). Connections stay checked out
+        between operations (up to ``pool_size``); one that saw an error is closed.
         """
         if self._every_lock is not None:  # ":memory:": the one shared connection, locked
-            async with self._enter(self.engine, transaction=False, write=write) as conn:
+            shared = self._enter(self.engine, transaction=False, write=write, conflict=conflict)
+            async with shared as conn:
                 yield (await conn.get_raw_connection()).driver_connection
             return
         lock = self._write_lock if write else None
-        with map_native_errors():
+        with map_native_errors(conflict=conflict):
             if lock is not None:
                 await lock.acquire()
             try:

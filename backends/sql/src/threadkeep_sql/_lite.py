@@ -151,7 +151,9 @@ def _whole(fn: Callable[[LiteOps], T], conn: sqlite3.Connection, ops: LiteOps, w
     return result
 
 
-async def run_on_thread(db: Database, fn: Callable[[LiteOps], T], *, write: bool) -> T:
+async def run_on_thread(
+    db: Database, fn: Callable[[LiteOps], T], *, write: bool, conflict: str | None = None
+) -> T:
     """Run ``fn`` with a pooled SQLite connection, on that connection's thread, in one hop.
 
     Args:
@@ -161,6 +163,8 @@ async def run_on_thread(db: Database, fn: Callable[[LiteOps], T], *, write: bool
         write: Whether ``fn`` writes: it then runs inside ``BEGIN IMMEDIATE`` (committed
             when it returns, rolled back when it raises) under the store's writer lock,
             and to its end even if the caller is cancelled meanwhile.
+        conflict: The message of the ``Conflict`` a unique violation raises (default: a
+            generic one naming the constraint).
 
     Returns:
         What ``fn`` returned.
@@ -169,7 +173,7 @@ async def run_on_thread(db: Database, fn: Callable[[LiteOps], T], *, write: bool
         ThreadkeepError: What ``fn`` raised, or the mapped ``sqlite3`` error
             (``map_native_errors``).
     """
-    async with db.sqlite_driver(write=write) as driver:
+    async with db.sqlite_driver(write=write, conflict=conflict) as driver:
         compiled = db.sqlite_compiled
         conn: sqlite3.Connection = driver._conn
         call = driver._execute(_whole, fn, conn, LiteOps(conn, compiled), write)
