@@ -261,6 +261,50 @@ async def _discard(held: tuple[AsyncConnection, Any], exc: BaseException) -> Non
     await held[0].close()
 
 
+class _LiteRead:
+    """``Database.runner()`` for a SQLite file's reads: a kept connection, no lock, no ``BEGIN``.
+
+    What ``Database.sqlite_driver(write=False)`` does, as a class: a generator-based
+    context manager (two of them, nested, through ``_runner``) cost about as much client
+    CPU as the hop to the connection's thread (``docs/performance.md``).
+    """
+
+    __slots__ = ("_db", "_held")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._held: tuple[AsyncConnection, Any] | None = None
+
+    async def __aenter__(self) -> LiteRunner:
+        db = self._db
+        if db._lite_held:
+            held = db._lite_held.pop()
+        else:
+            with map_native_errors():
+                held = await db._checkout()
+        self._held = held
+        return LiteRunner(held[1], db.sqlite_compiled)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        db, held = self._db, self._held
+        assert held is not None
+        self._held = None
+        if exc is None:
+            if len(db._lite_held) < db._held_max:
+                db._lite_held.append(held)
+                return
+            with map_native_errors():
+                await complete(held[0].close())
+            return
+        with contextlib.suppress(Exception):  # a connection that saw an error is closed
+            await complete(held[0].close())
+        if isinstance(exc, Exception):
+            with map_native_errors():
+                raise exc
+
+
 @dataclass
 class Database:
     """An opened engine plus the locks and options each kind of operation uses.
@@ -561,6 +605,8 @@ class Database:
 
     def read_runner_here(self) -> AbstractAsyncContextManager[Runner]:
         """Like ``runner()`` for reads, but always on this database (never a read replica)."""
+        if self._lite is not None and self._every_lock is None:
+            return _LiteRead(self)
         return self._runner(self._reader, transaction=False, write=False)
 
     def read(self) -> AbstractAsyncContextManager[AsyncConnection]:

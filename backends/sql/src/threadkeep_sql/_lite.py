@@ -135,6 +135,11 @@ class LiteRunner(Runner):
         """Return the first column of the first row, or ``None`` (one hop)."""
         return await self._driver._execute(self._ops.scalar, stmt, params)
 
+    async def call(self, fn: Callable[[LiteOps], T]) -> T:
+        """Return ``fn(ops)``, run on the connection's thread (one hop; reads only)."""
+        result: T = await self._driver._execute(fn, self._ops)
+        return result
+
 
 def _whole(fn: Callable[[LiteOps], T], conn: sqlite3.Connection, ops: LiteOps, write: bool) -> T:
     """Run ``fn`` (on the connection's thread); a write inside one ``BEGIN IMMEDIATE``."""
@@ -173,12 +178,12 @@ async def run_on_thread(
         ThreadkeepError: What ``fn`` raised, or the mapped ``sqlite3`` error
             (``map_native_errors``).
     """
-    async with db.sqlite_driver(write=write, conflict=conflict) as driver:
-        compiled = db.sqlite_compiled
+    if not write:  # a kept connection, no lock (``Database.read_runner_here``)
+        async with db.read_runner_here() as run:
+            assert isinstance(run, LiteRunner)
+            return await run.call(fn)
+    async with db.sqlite_driver(write=True, conflict=conflict) as driver:
         conn: sqlite3.Connection = driver._conn
-        call = driver._execute(_whole, fn, conn, LiteOps(conn, compiled), write)
-        if write:
-            result: T = await finish(call)
-        else:
-            result = await call
+        ops = LiteOps(conn, db.sqlite_compiled)
+        result: T = await finish(driver._execute(_whole, fn, conn, ops, True))
         return result
