@@ -86,3 +86,57 @@ def test_no_rows_and_no_processors() -> None:
     plain = sa.select(_m.seq, _m.body)
     records = [(1, "{}"), (2, "{}")]
     assert RowConverter(plain, Compiled(DIALECT).get(plain)).rows(records) is records
+
+
+def test_uuids_are_what_uuid_makes_and_damage_is_unreadable() -> None:
+    ids = [uuid.uuid4() for _ in range(3)] + [uuid.UUID(int=0), uuid.UUID(int=(1 << 128) - 1)]
+    stamp = "2026-12-02 07:41:26.123456"
+    records: list[tuple[Any, ...]] = [(i.hex, 1, stamp, stamp, None, "{}") for i in ids]
+    rows = _converter().rows(records)
+    for made, wanted in zip((row[0] for row in rows), ids, strict=True):
+        assert type(made) is uuid.UUID
+        assert made == wanted
+        assert hash(made) == hash(wanted)
+        assert str(made) == str(wanted)
+        assert made.is_safe is wanted.is_safe
+    damaged: list[tuple[Any, ...]] = [
+        ("not-a-uuid", 1, stamp, stamp, None, "{}"),
+        ("-" + "f" * 31, 2, stamp, stamp, None, "{}"),
+        ("0x" + "a" * 30, 3, stamp, stamp, None, "{}"),
+        (12345, 4, stamp, stamp, None, "{}"),
+        (b"\x00" * 16, 5, stamp, stamp, None, "{}"),
+    ]
+    rows = _converter().rows(damaged)
+    assert isinstance(rows[0][0], Unreadable)
+    assert isinstance(rows[1][0], Unreadable)
+    assert rows[2][0] == uuid.UUID("0x" + "a" * 30)  # what UUID() itself accepts
+    assert isinstance(rows[3][0], Unreadable)
+    assert isinstance(rows[4][0], Unreadable)
+
+
+def test_timestamp_forms_convert_as_as_utc_of_the_parse() -> None:
+    chat = uuid.uuid4().hex
+    forms = [
+        "2026-12-02 07:41:26.123456",
+        "2026-12-02 07:41:26",
+        "2026-12-02T07:41:26",
+        "2026-12-02",
+        "2026-12-02 07",
+        "2026-12-02 07:41:26.123+05:00",
+        "2026-12-02 07:41:26Z",
+        "2026-12-02 07:41:26.123456-01:00",
+        "0001-01-01 00:00:00+01:00",  # as UTC: before year 1
+        "9999-12-31 23:59:59.999999",
+    ]
+    records = [(chat, n, form, form, None, "{}") for n, form in enumerate(forms)]
+    rows = _converter().rows(records)
+    for form, row in zip(forms, rows, strict=True):
+        try:
+            wanted: Any = as_utc(datetime.fromisoformat(form))
+        except OverflowError:
+            wanted = None
+        if wanted is None:
+            assert isinstance(row[2], Unreadable)
+        else:
+            assert row[2] == wanted
+            assert row[2].tzinfo is UTC

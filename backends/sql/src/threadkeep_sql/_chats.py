@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 
 from threadkeep import Chat, ChatFilter, Conflict, Share, chat_deduplication_key, chat_matches
 
 from ._base import SqlBase
 from ._errors import map_native_errors
+from ._lite import LiteOps, run_on_thread
 from ._schema import (
     CHAT_COLUMNS,
     archived_ids,
@@ -40,6 +43,19 @@ _FIND_LIVE = sa.select(*CHAT_COLUMNS).where(
     chats.c.dedup_key == sa.bindparam("dedup_key"), chats.c.deleted_at.is_(None)
 )
 _GET_SECRET = sa.select(settings.c.value).where(settings.c.key == _SECRET_KEY)
+_INSERT_CHAT = {
+    name: module.insert(chats)
+    .on_conflict_do_nothing(
+        index_elements=[chats.c.dedup_key], index_where=chats.c.deleted_at.is_(None)
+    )
+    .returning(chats.c.seq)
+    for name, module in (("postgresql", postgresql), ("sqlite", sqlite))
+}
+"""A chat row unless a live chat holds its key, returning its seq; per dialect."""
+
+
+def _all(stmt: sa.Executable, params: dict[str, Any], ops: LiteOps) -> Sequence[Any]:
+    return ops.all(stmt, params)
 
 
 def _chat_columns(chat: Chat) -> dict[str, Any]:
@@ -56,6 +72,22 @@ def _chat_columns(chat: Chat) -> dict[str, Any]:
         "updated_at": chat.updated_at,
         "deleted_at": chat.deleted_at,
     }
+
+
+def _update_chat_statement(checked: bool) -> sa.Update:
+    keys = (*_chat_columns(Chat.model_construct(user_id="", thread_id="")), "body")
+    stmt = sa.update(chats).where(chats.c.chat_id == sa.bindparam("k_chat_id"))
+    if checked:
+        stmt = stmt.where(chats.c.revision == sa.bindparam("k_revision"))
+    values: dict[str, Any] = {key: sa.bindparam(f"v_{key}") for key in keys}
+    values["revision"] = chats.c.revision + 1
+    return stmt.values(values).returning(*CHAT_COLUMNS)
+
+
+_UPDATE_CHAT = {checked: _update_chat_statement(checked) for checked in (False, True)}
+"""A chat's columns and body rewritten, compare-and-set on its revision when ``True``;
+built once, so SQLite compiles it once (the parameters: ``v_<column>``, ``k_chat_id``,
+``k_revision``)."""
 
 
 def chat_filter_shape(
@@ -202,22 +234,30 @@ class ChatsMixin(SqlBase):
             "last_message_at": chat.last_message_at,
             "body": self.record_body(chat),
         }
-        stmt = (
-            self._upsert(chats)
-            .on_conflict_do_nothing(
-                index_elements=[chats.c.dedup_key], index_where=chats.c.deleted_at.is_(None)
-            )
-            .returning(chats.c.seq)
-        )
+        stmt = _INSERT_CHAT[self._db.dialect]
         for _ in range(_INSERT_ATTEMPTS):
-            async with self._db.write() as conn:
-                seq = (await conn.execute(stmt, values)).scalar_one_or_none()
+            seq = await self._insert_chat_row(stmt, values)
             if seq is not None:
                 return chat.model_copy(update={"seq": seq, "revision": 0})
             existing = await self.find_live_chat(chat.user_id, chat.thread_id, chat.tenant_id)
             if existing is not None:
                 return existing
         raise Conflict(f"the chat ({chat.user_id!r}, {chat.thread_id!r}) kept changing; retry")
+
+    async def _insert_chat_row(self, stmt: sa.Insert, values: dict[str, Any]) -> int | None:
+        """Insert a chat row unless its live key is taken; its seq, or ``None``.
+
+        SQLite: one hop on the connection's thread (``_lite``); it was 8 hand-offs through
+        SQLAlchemy (checkout, ``BEGIN IMMEDIATE``, the statement's cursor, ``COMMIT``...),
+        paid by every import and AG-UI run that starts a thread.
+        """
+        if self._db.dialect == "sqlite":
+            params = {**values, "seq": None}  # NULL: SQLite assigns the rowid
+            rows = await run_on_thread(self._db, partial(_all, stmt, params), write=True)
+            return rows[0][0] if rows else None
+        async with self._db.write() as conn:
+            seq: int | None = (await conn.execute(stmt, values)).scalar_one_or_none()
+        return seq
 
     async def get_chat(self, chat_id: UUID) -> Chat | None:
         async with self._db.runner() as run:
@@ -233,19 +273,25 @@ class ChatsMixin(SqlBase):
         return None if row is None else self._chat_row(row)
 
     async def update_chat(self, chat: Chat, expected_revision: int | None) -> Chat | None:
-        stmt = sa.update(chats).where(chats.c.chat_id == chat.chat_id)
+        params = {f"v_{key}": value for key, value in _chat_columns(chat).items()}
+        params["v_body"] = self.record_body(chat)
+        params["k_chat_id"] = chat.chat_id
         if expected_revision is not None:
-            stmt = stmt.where(chats.c.revision == expected_revision)
-        stmt = stmt.values(
-            **_chat_columns(chat), revision=chats.c.revision + 1, body=self.record_body(chat)
-        ).returning(*CHAT_COLUMNS)
+            params["k_revision"] = expected_revision
+        stmt = _UPDATE_CHAT[expected_revision is not None]
         conflict = (
             f"another live chat holds ({chat.user_id!r}, {chat.thread_id!r}); delete it "
             "before restoring this one"
         )
-        async with self._db.write() as conn:
-            with map_native_errors(conflict=conflict):
-                row = (await conn.execute(stmt)).first()
+        row: Sequence[Any] | None
+        if self._db.dialect == "sqlite":  # one hop (``_lite``): every import renames its chat
+            work = partial(_all, stmt, params)
+            rows = await run_on_thread(self._db, work, write=True, conflict=conflict)
+            row = rows[0] if rows else None
+        else:
+            async with self._db.write() as conn:
+                with map_native_errors(conflict=conflict):
+                    row = (await conn.execute(stmt, params)).first()
         return None if row is None else self._chat_row(row)
 
     async def page_chats(

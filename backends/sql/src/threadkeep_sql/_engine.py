@@ -42,6 +42,7 @@ from threadkeep import InvalidArgument, ThreadkeepError
 from threadkeep.driver import complete, enter_whole, finish
 
 from ._errors import map_native_errors
+from ._lite import LiteRunner
 from ._replica import ReadRouter
 from ._runner import Compiled, PgRunner, Runner
 
@@ -260,6 +261,50 @@ async def _discard(held: tuple[AsyncConnection, Any], exc: BaseException) -> Non
     await held[0].close()
 
 
+class _LiteRead:
+    """``Database.runner()`` for a SQLite file's reads: a kept connection, no lock, no ``BEGIN``.
+
+    What ``Database.sqlite_driver(write=False)`` does, as a class: a generator-based
+    context manager (two of them, nested, through ``_runner``) cost about as much client
+    CPU as the hop to the connection's thread (``docs/performance.md``).
+    """
+
+    __slots__ = ("_db", "_held")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._held: tuple[AsyncConnection, Any] | None = None
+
+    async def __aenter__(self) -> LiteRunner:
+        db = self._db
+        if db._lite_held:
+            held = db._lite_held.pop()
+        else:
+            with map_native_errors():
+                held = await db._checkout()
+        self._held = held
+        return LiteRunner(held[1], db.sqlite_compiled)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        db, held = self._db, self._held
+        assert held is not None
+        self._held = None
+        if exc is None:
+            if len(db._lite_held) < db._held_max:
+                db._lite_held.append(held)
+                return
+            with map_native_errors():
+                await complete(held[0].close())
+            return
+        with contextlib.suppress(Exception):  # a connection that saw an error is closed
+            await complete(held[0].close())
+        if isinstance(exc, Exception):
+            with map_native_errors():
+                raise exc
+
+
 @dataclass
 class Database:
     """An opened engine plus the locks and options each kind of operation uses.
@@ -381,9 +426,9 @@ class Database:
 
     @asynccontextmanager
     async def _enter(
-        self, engine: AsyncEngine, *, transaction: bool, write: bool
+        self, engine: AsyncEngine, *, transaction: bool, write: bool, conflict: str | None = None
     ) -> AsyncIterator[AsyncConnection]:
-        with map_native_errors():
+        with map_native_errors(conflict=conflict):
             async with AsyncExitStack() as stack:
                 if self._every_lock is not None:
                     await stack.enter_async_context(self._every_lock)
@@ -462,26 +507,35 @@ class Database:
         if self._compiled is not None:
             async with self._autocommit() as (conn, driver):
                 yield PgRunner(conn, driver, self._compiled)
+        elif self._lite is not None and not write:
+            async with self.sqlite_driver(write=False) as sqlite_driver:
+                yield LiteRunner(sqlite_driver, self._lite)
         else:
             async with self._enter(engine, transaction=transaction, write=write) as conn:
                 yield Runner(conn)
 
     @asynccontextmanager
-    async def sqlite_driver(self, *, write: bool) -> AsyncIterator[Any]:
+    async def sqlite_driver(
+        self, *, write: bool, conflict: str | None = None
+    ) -> AsyncIterator[Any]:
         """SQLite: a pooled connection's ``aiosqlite.Connection``, for one operation.
 
         Taken as :meth:`write` (``write=True``: behind the writer lock) or :meth:`read`
         takes its connection, without any ``BEGIN`` (``threadkeep_sql._lite`` issues its
-        own); native errors are mapped (``map_native_errors``).
+        own); native errors are mapped (``map_native_errors``, a unique violation to
+        ``Conflict(conflict)`` when ``conflict`` is given). Connections stay checked out
+        between operations (up to ``pool_size``); one that saw an error is closed.
         """
         if self._every_lock is not None:  # ":memory:": the one shared connection, locked
-            async with self._enter(self.engine, transaction=False, write=write) as conn:
+            shared = self._enter(self.engine, transaction=False, write=write, conflict=conflict)
+            async with shared as conn:
                 yield (await conn.get_raw_connection()).driver_connection
             return
-        with map_native_errors():
-            async with AsyncExitStack() as stack:
-                if write and self._write_lock is not None:
-                    await stack.enter_async_context(self._write_lock)
+        lock = self._write_lock if write else None
+        with map_native_errors(conflict=conflict):
+            if lock is not None:
+                await lock.acquire()
+            try:
                 held = self._lite_held.pop() if self._lite_held else await self._checkout()
                 try:
                     yield held[1]
@@ -493,6 +547,9 @@ class Database:
                     self._lite_held.append(held)
                 else:
                     await complete(held[0].close())
+            finally:
+                if lock is not None:
+                    lock.release()
 
     @property
     def sqlite_compiled(self) -> Compiled:
@@ -536,7 +593,9 @@ class Database:
 
         ``write=False``: reads, as :meth:`read`; ``write=True``: self-atomic write
         statements, as :meth:`write`. PostgreSQL runs the statements on asyncpg directly
-        (see :mod:`threadkeep_sql._runner`), SQLite through SQLAlchemy.
+        (see :mod:`threadkeep_sql._runner`); SQLite reads run each statement in one hop
+        on the connection's thread (:class:`~threadkeep_sql._lite.LiteRunner`), SQLite
+        writes through SQLAlchemy.
         """
         if write:
             return self._noted(self._runner(self.engine, transaction=True, write=True))
@@ -546,6 +605,8 @@ class Database:
 
     def read_runner_here(self) -> AbstractAsyncContextManager[Runner]:
         """Like ``runner()`` for reads, but always on this database (never a read replica)."""
+        if self._lite is not None and self._every_lock is None:
+            return _LiteRead(self)
         return self._runner(self._reader, transaction=False, write=False)
 
     def read(self) -> AbstractAsyncContextManager[AsyncConnection]:

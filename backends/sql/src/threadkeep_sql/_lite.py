@@ -14,6 +14,10 @@ column types' bind and result processors), so values are stored exactly as on th
 SQLAlchemy path. The function returns plain rows; models are built back on the event loop
 (where a ``corrupt_records="skip"`` read collects damaged rows).
 
+The chat and message reads that run one statement (``get_chat``, ``find_live_chat``,
+``page_chats``, ``get_message``...) take :class:`LiteRunner` from ``Database.runner()``:
+the same ``all``/``first``/``scalar`` as the SQLAlchemy runner, each statement one hop.
+
 The hop goes through ``aiosqlite.Connection._execute`` (the method every public aiosqlite
 call uses; there is no public way to run a function on the connection's thread).
 """
@@ -22,17 +26,20 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from threadkeep.driver import finish
 
-from ._engine import Database
 from ._lite_rows import RowConverter
-from ._runner import Compiled
+from ._runner import Compiled, Runner
 
-__all__ = ["LiteOps", "run_on_thread"]
+if TYPE_CHECKING:
+    from ._engine import Database
+
+__all__ = ["LiteOps", "LiteRunner", "run_on_thread"]
 
 T = TypeVar("T")
 Row = Sequence[Any]
@@ -91,6 +98,49 @@ class LiteOps:
         self._conn.executemany(raw.sql, [raw.args(row) for row in rows])
 
 
+_NO_PARAMS: Params = {}
+
+
+class LiteRunner(Runner):
+    """``Database.runner()`` for SQLite reads: each statement in one hop (:class:`LiteOps`).
+
+    There is no SQLAlchemy connection behind it: a statement that cannot be compiled once
+    (an expanding ``IN``) has no place here (``Database.read()`` takes those).
+    """
+
+    def __init__(self, driver: Any, compiled: Compiled) -> None:
+        self._driver = driver
+        self._ops = LiteOps(driver._conn, compiled)
+
+    @property
+    def conn(self) -> AsyncConnection:
+        """Not available on SQLite's one-hop reads.
+
+        Raises:
+            RuntimeError: Always (a bug in the caller: use ``Database.read()``).
+        """
+        raise RuntimeError("a SQLite read runner has no SQLAlchemy connection; use read()")
+
+    async def all(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Sequence[Row]:
+        """Return every row, converted (one hop)."""
+        rows: Sequence[Row] = await self._driver._execute(self._ops.all, stmt, params)
+        return rows
+
+    async def first(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Row | None:
+        """Return the first row, converted, or ``None`` (one hop)."""
+        row: Row | None = await self._driver._execute(self._ops.first, stmt, params)
+        return row
+
+    async def scalar(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Any:
+        """Return the first column of the first row, or ``None`` (one hop)."""
+        return await self._driver._execute(self._ops.scalar, stmt, params)
+
+    async def call(self, fn: Callable[[LiteOps], T]) -> T:
+        """Return ``fn(ops)``, run on the connection's thread (one hop; reads only)."""
+        result: T = await self._driver._execute(fn, self._ops)
+        return result
+
+
 def _whole(fn: Callable[[LiteOps], T], conn: sqlite3.Connection, ops: LiteOps, write: bool) -> T:
     """Run ``fn`` (on the connection's thread); a write inside one ``BEGIN IMMEDIATE``."""
     if not write:
@@ -106,7 +156,9 @@ def _whole(fn: Callable[[LiteOps], T], conn: sqlite3.Connection, ops: LiteOps, w
     return result
 
 
-async def run_on_thread(db: Database, fn: Callable[[LiteOps], T], *, write: bool) -> T:
+async def run_on_thread(
+    db: Database, fn: Callable[[LiteOps], T], *, write: bool, conflict: str | None = None
+) -> T:
     """Run ``fn`` with a pooled SQLite connection, on that connection's thread, in one hop.
 
     Args:
@@ -116,6 +168,8 @@ async def run_on_thread(db: Database, fn: Callable[[LiteOps], T], *, write: bool
         write: Whether ``fn`` writes: it then runs inside ``BEGIN IMMEDIATE`` (committed
             when it returns, rolled back when it raises) under the store's writer lock,
             and to its end even if the caller is cancelled meanwhile.
+        conflict: The message of the ``Conflict`` a unique violation raises (default: a
+            generic one naming the constraint).
 
     Returns:
         What ``fn`` returned.
@@ -124,12 +178,12 @@ async def run_on_thread(db: Database, fn: Callable[[LiteOps], T], *, write: bool
         ThreadkeepError: What ``fn`` raised, or the mapped ``sqlite3`` error
             (``map_native_errors``).
     """
-    async with db.sqlite_driver(write=write) as driver:
-        compiled = db.sqlite_compiled
+    if not write:  # a kept connection, no lock (``Database.read_runner_here``)
+        async with db.read_runner_here() as run:
+            assert isinstance(run, LiteRunner)
+            return await run.call(fn)
+    async with db.sqlite_driver(write=True, conflict=conflict) as driver:
         conn: sqlite3.Connection = driver._conn
-        call = driver._execute(_whole, fn, conn, LiteOps(conn, compiled), write)
-        if write:
-            result: T = await finish(call)
-        else:
-            result = await call
+        ops = LiteOps(conn, db.sqlite_compiled)
+        result: T = await finish(driver._execute(_whole, fn, conn, ops, True))
         return result

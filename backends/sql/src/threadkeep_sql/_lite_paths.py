@@ -1,10 +1,12 @@
-"""SQLite hot paths in one thread hop each: the append and the unfiltered page.
+"""SQLite hot paths in one thread hop each: the append, the unfiltered page, the replace.
 
 The same statements and the same steps as ``MessagesMixin`` on SQLite (lock the chat's
-row with ``BEGIN IMMEDIATE``, look up ``agui_id``s, insert, bump the chat; or the page,
-then whether the chat is hot when it is empty), run by :func:`threadkeep_sql._lite.run_on_thread`
-as one function on the connection's thread instead of one hand-off per statement.
-PostgreSQL and filtered pages take the ``MessagesMixin`` paths unchanged.
+row with ``BEGIN IMMEDIATE``, look up ``agui_id``s, insert, bump the chat; the page, then
+whether the chat is hot when it is empty; the compare-and-set of a replaced message, its
+nested ids and the chat's revision), run by :func:`threadkeep_sql._lite.run_on_thread`
+as one function on the connection's thread instead of one hand-off per statement
+(``replace_message`` was 15 hand-offs through SQLAlchemy, paid by every incremental
+AG-UI run). PostgreSQL and filtered pages take the ``MessagesMixin`` paths unchanged.
 """
 
 from __future__ import annotations
@@ -23,14 +25,18 @@ from ._base import message_values, ref_values
 from ._lite import LiteOps, run_on_thread
 from ._messages import (
     _BUMP_CHAT,
+    _DELETE_REFS,
     _IS_HOT,
     _LOCK_HOT_CHAT,
     _NO_FILTER,
     _NO_SEQ_SQLITE,
     _PAGE,
+    _REPLACE,
     _TOP_SEQ,
+    _TOUCH_CHAT,
     MessagesMixin,
     repaired_next_seq,
+    replace_params,
 )
 from ._schema import MESSAGE_COLUMNS, message_refs, messages
 
@@ -92,8 +98,32 @@ def _page(ops: LiteOps, params: dict[str, Any]) -> Sequence[Sequence[Any]] | Non
     return rows
 
 
+def _replace(ops: LiteOps, params: dict[str, Any], message: Message) -> Sequence[Any] | None:
+    """``replace_message``'s transaction: ``(chat_id, seq, created_at)``, or ``None``."""
+    rows = ops.all(_REPLACE, params)  # every row fetched: a RETURNING statement is done
+    if not rows:
+        return None
+    chat_id, seq, _created_at = rows[0]
+    ops.execute_many(_DELETE_REFS, [{"b_chat_id": chat_id, "b_seq": seq}])
+    refs = ref_values(message, chat_id, seq)
+    if refs:
+        ops.execute_many(_INSERT_REFS, refs)
+    ops.execute_many(_TOUCH_CHAT, [{"b_chat_id": chat_id}])
+    return rows[0]
+
+
 class LiteMixin(MessagesMixin):
-    """``insert_messages`` and unfiltered ``page_messages`` on SQLite in one hop each."""
+    """``insert_messages``, unfiltered ``page_messages``, ``replace_message``: SQLite, one hop."""
+
+    async def replace_message(
+        self, prepared: PreparedMessage, expected_revision: int, now: datetime
+    ) -> Message | None:
+        if self._db.dialect != "sqlite":
+            return await super().replace_message(prepared, expected_revision, now)
+        params = replace_params(prepared, expected_revision, now)
+        work = partial(_replace, params=params, message=prepared.message)
+        row = await run_on_thread(self._db, work, write=True)
+        return None if row is None else self._replaced(prepared, expected_revision, now, row)
 
     async def insert_messages(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -29,7 +30,7 @@ from ._group import MAX_CALL_MESSAGES, GroupCommitter
 from ._pg_append import append_batch, append_one
 from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages
 
-__all__ = ["MessagesMixin", "repaired_next_seq"]
+__all__ = ["MessagesMixin", "repaired_next_seq", "replace_params"]
 
 _log = logging.getLogger("threadkeep_sql")
 
@@ -171,6 +172,11 @@ _TOUCH_CHAT = (
 )
 
 
+_CHAT_IDS_LITE = sa.func.json_each(sa.bindparam("chat_ids", type_=sa.String)).table_valued("value")
+"""SQLite: the chat ids of ``last_messages`` as one JSON array of their stored form (32 hex
+digits), so the statement's text is fixed and it runs on the one-hop path (``_lite``)."""
+
+
 def _last_messages_statement(dialect: str) -> sa.Select[Any]:
     if dialect == "postgresql":
         newest = (
@@ -196,7 +202,7 @@ def _last_messages_statement(dialect: str) -> sa.Select[Any]:
         sa.select(*MESSAGE_COLUMNS)
         .join(chats, _c.chat_id == _m.chat_id)
         .where(
-            _c.chat_id.in_(sa.bindparam("chat_ids", expanding=True)),
+            _c.chat_id.in_(sa.select(_CHAT_IDS_LITE.c.value)),
             _c.deleted_at.is_(None),
             _c.status == "active",
             _m.seq == newest_seq,
@@ -230,6 +236,25 @@ def repaired_next_seq(chat_id: UUID, next_seq: int, top: int | None) -> int:
         extra={"chat_id": str(chat_id), "stored_seq": top, "next_seq": next_seq},
     )
     return top + 1
+
+
+def replace_params(
+    prepared: PreparedMessage, expected_revision: int, now: datetime
+) -> dict[str, Any]:
+    """Return the parameters of ``_REPLACE`` for a ``replace_message`` call."""
+    message = prepared.message
+    return {
+        "b_chat_id": message.chat_id,
+        "b_message_id": message.message_id,
+        "expected": expected_revision,
+        "b_body": prepared.body,
+        "b_fingerprint": prepared.fingerprint,
+        "now": now,
+        "b_role": message.role.value,
+        "b_run_id": message.run_id,
+        "b_request_id": message.request_id,
+        "b_block_id": message.block_id,
+    }
 
 
 def _filtered_page(message_filter: MessageFilter) -> sa.Select[Any]:
@@ -406,19 +431,8 @@ class MessagesMixin(SqlBase):
         self, prepared: PreparedMessage, expected_revision: int, now: datetime
     ) -> Message | None:
         message = prepared.message
-        params = {
-            "b_chat_id": message.chat_id,
-            "b_message_id": message.message_id,
-            "expected": expected_revision,
-            "b_body": prepared.body,
-            "b_fingerprint": prepared.fingerprint,
-            "now": now,
-            "b_role": message.role.value,
-            "b_run_id": message.run_id,
-            "b_request_id": message.request_id,
-            "b_block_id": message.block_id,
-        }
         async with self._db.transaction() as conn:
+            params = replace_params(prepared, expected_revision, now)
             row = (await conn.execute(_REPLACE, params)).first()
             if row is None:
                 return None
@@ -428,6 +442,17 @@ class MessagesMixin(SqlBase):
             if refs:
                 await conn.execute(sa.insert(message_refs), refs)
             await conn.execute(_TOUCH_CHAT, {"b_chat_id": chat_id})
+        return self._replaced(prepared, expected_revision, now, (chat_id, seq, created_at))
+
+    def _replaced(
+        self,
+        prepared: PreparedMessage,
+        expected_revision: int,
+        now: datetime,
+        row: Sequence[Any],
+    ) -> Message:
+        """The stored form of a replaced message from ``_REPLACE``'s returned row."""
+        chat_id, seq, created_at = row
         return self._stored(
             prepared,
             chat_id,
@@ -467,14 +492,18 @@ class MessagesMixin(SqlBase):
             "before": first if before_seq is None else before_seq,
             "limit": limit,
         }
-        async with self._db.runner() as run:
-            if message_filter == _NO_FILTER:
+        hot: Any = True
+        if message_filter == _NO_FILTER:
+            async with self._db.runner() as run:
                 rows = await run.all(_PAGE, params)
-            else:  # built per call (IN lists): through SQLAlchemy, which caches its compilation
-                rows = (await run.conn.execute(_filtered_page(message_filter), params)).all()
-            if not rows and not await run.scalar(_IS_HOT, {"chat_id": chat_id}):
-                return None
-        return self._message_rows(rows)
+                if not rows:
+                    hot = await run.scalar(_IS_HOT, {"chat_id": chat_id})
+        else:  # built per call (IN lists): through SQLAlchemy, which caches its compilation
+            async with self._db.read() as conn:
+                rows = (await conn.execute(_filtered_page(message_filter), params)).all()
+                if not rows:
+                    hot = (await conn.execute(_IS_HOT, {"chat_id": chat_id})).scalar()
+        return self._message_rows(rows) if hot else None
 
     async def messages_after(self, chat_id: UUID, after_seq: int, limit: int) -> list[Message]:
         async with self._db.runner() as run:
@@ -486,8 +515,11 @@ class MessagesMixin(SqlBase):
         return await self._one(_LAST_BOUNDARY, {"chat_id": chat_id})
 
     async def last_messages(self, chat_ids: Sequence[UUID]) -> dict[UUID, Message]:
+        ids: Any = list(chat_ids)
+        if self._db.dialect == "sqlite":
+            ids = json.dumps([chat_id.hex for chat_id in ids])
         async with self._db.runner() as run:
-            rows = await run.all(self._last_messages_sql, {"chat_ids": list(chat_ids)})
+            rows = await run.all(self._last_messages_sql, {"chat_ids": ids})
         return {m.chat_id: m for m in self._message_rows(rows) if m.chat_id is not None}
 
     # -- nested lookups ------------------------------------------------------------------

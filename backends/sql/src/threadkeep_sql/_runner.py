@@ -140,7 +140,12 @@ class Runner:
     """
 
     def __init__(self, conn: AsyncConnection) -> None:
-        self.conn = conn
+        self._conn = conn
+
+    @property
+    def conn(self) -> AsyncConnection:
+        """The SQLAlchemy connection (for statements built per call)."""
+        return self._conn
 
     async def all(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Sequence[Row]:
         """Return every row."""
