@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from threadkeep.driver import complete, enter_whole, finish
 
 from ._errors import map_native_errors
 from ._replica import ReadRouter
-from ._runner import Compiled, PgRunner, Runner
+from ._runner import Compiled, PgRunner, Prepared, Runner
 
 __all__ = ["POSTGRES_QUERY_KEYS", "SCHEMES", "Database", "Dialect", "normalize_url"]
 
@@ -223,6 +224,19 @@ def _unique_statement_name() -> str:
     return f"__threadkeep_{uuid.uuid4().hex}__"
 
 
+def _keeps_statements(url: URL) -> bool:
+    """Whether the runner may keep prepared statements on its connections (``_runner``).
+
+    Not when the URL turns asyncpg's or SQLAlchemy's statement cache off
+    (``statement_cache_size=0``, ``prepared_statement_cache_size=0``): that is how a
+    pooler that does not keep prepared statements is served without ``pooler=``.
+    """
+    return all(
+        str(url.query.get(key, "")) != "0"
+        for key in ("statement_cache_size", "prepared_statement_cache_size")
+    )
+
+
 def _is_memory(url: URL) -> bool:
     return url.database == ":memory:"
 
@@ -281,6 +295,7 @@ class Database:
     _router: ReadRouter | None = None
     _lite: Compiled | None = None
     _lite_held: list[tuple[AsyncConnection, Any]] = field(default_factory=list)
+    _prepared: weakref.WeakKeyDictionary[Any, Prepared] | None = None
 
     @classmethod
     def create(
@@ -319,6 +334,7 @@ class Database:
             _reader=auto,
             _held_max=pool_size,
             _compiled=Compiled(engine.dialect),
+            _prepared=weakref.WeakKeyDictionary() if _keeps_statements(url) else None,
         )
 
     @classmethod
@@ -461,7 +477,10 @@ class Database:
     ) -> AsyncIterator[Runner]:
         if self._compiled is not None:
             async with self._autocommit() as (conn, driver):
-                yield PgRunner(conn, driver, self._compiled)
+                kept = None if self._prepared is None else self._prepared.get(driver)
+                if kept is None and self._prepared is not None:
+                    kept = self._prepared[driver] = {}
+                yield PgRunner(conn, driver, self._compiled, kept)
         else:
             async with self._enter(engine, transaction=transaction, write=write) as conn:
                 yield Runner(conn)
