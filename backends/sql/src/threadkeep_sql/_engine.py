@@ -433,10 +433,7 @@ class Database:
                 with contextlib.suppress(Exception):
                     await complete(_discard(held, exc))
                 raise
-            if len(self._held) < self._held_max:
-                self._held.append(held)
-            else:
-                await held[0].close()
+            await self._keep(held)
 
     async def _take_held(self) -> tuple[AsyncConnection, Any]:
         """Return a live held connection, or a fresh one.
@@ -471,19 +468,36 @@ class Database:
         async with self._autocommit() as (conn, _):
             yield conn
 
+    def _runner(
+        self, engine: AsyncEngine, *, transaction: bool, write: bool
+    ) -> AbstractAsyncContextManager[Runner]:
+        if self._compiled is not None:
+            return _HeldRunner(self)
+        return self._sa_runner(engine, transaction=transaction, write=write)
+
     @asynccontextmanager
-    async def _runner(
+    async def _sa_runner(
         self, engine: AsyncEngine, *, transaction: bool, write: bool
     ) -> AsyncIterator[Runner]:
-        if self._compiled is not None:
-            async with self._autocommit() as (conn, driver):
-                kept = None if self._prepared is None else self._prepared.get(driver)
-                if kept is None and self._prepared is not None:
-                    kept = self._prepared[driver] = {}
-                yield PgRunner(conn, driver, self._compiled, kept)
+        async with self._enter(engine, transaction=transaction, write=write) as conn:
+            yield Runner(conn)
+
+    def _statements_of(self, driver: Any) -> Prepared | None:
+        """The prepared statements kept on one asyncpg connection (``None``: none are kept)."""
+        prepared = self._prepared
+        if prepared is None:
+            return None
+        kept = prepared.get(driver)
+        if kept is None:
+            kept = prepared[driver] = {}
+        return kept
+
+    async def _keep(self, held: tuple[AsyncConnection, Any]) -> None:
+        """Hold a connection after a successful operation, or close it past ``pool_size``."""
+        if len(self._held) < self._held_max:
+            self._held.append(held)
         else:
-            async with self._enter(engine, transaction=transaction, write=write) as conn:
-                yield Runner(conn)
+            await held[0].close()
 
     @asynccontextmanager
     async def sqlite_driver(self, *, write: bool) -> AsyncIterator[Any]:
@@ -623,3 +637,40 @@ class Database:
                 await self.engine.dispose()
         except Exception:  # noqa: BLE001 - closing must not raise (Driver.close)
             return
+
+
+class _HeldRunner:
+    """``Database.runner`` on PostgreSQL: a :class:`PgRunner` on a held connection.
+
+    Exactly ``Database._autocommit`` around the runner (a held ``AUTOCOMMIT`` connection,
+    kept again after success, discarded after any exception; native errors mapped), as
+    one class: the two nested generator context managers cost several microseconds of
+    every read.
+    """
+
+    __slots__ = ("_db", "_held")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._held: tuple[AsyncConnection, Any] | None = None
+
+    async def __aenter__(self) -> PgRunner:
+        db = self._db
+        assert db._compiled is not None
+        with map_native_errors():
+            held = self._held = await db._take_held()
+        return PgRunner(held[0], held[1], db._compiled, db._statements_of(held[1]))
+
+    async def __aexit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        held = self._held
+        assert held is not None
+        self._held = None
+        if exc is None:
+            with map_native_errors():
+                await self._db._keep(held)
+            return
+        with contextlib.suppress(Exception):
+            await complete(_discard(held, exc))
+        if isinstance(exc, Exception):
+            with map_native_errors():  # the error the block raised, mapped as _autocommit maps it
+                raise exc
