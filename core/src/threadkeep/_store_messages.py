@@ -243,7 +243,7 @@ class MessageOps(Component):
 
 
 def _message_scope(chat_id: UUID, message_filter: MessageFilter) -> dict[str, Any]:
-    if message_filter == _NO_FILTER:  # most pages: no model_dump per call
+    if message_filter is _NO_FILTER or message_filter == _NO_FILTER:  # no model_dump per page
         return {"kind": "messages", "chat_id": str(chat_id), "filter": dict(_NO_FILTER_DATA)}
     data = message_filter.model_dump(mode="json")
     for key in ("roles", "kinds"):
