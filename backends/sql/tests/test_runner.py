@@ -87,3 +87,56 @@ async def test_asyncpg_errors_map_to_the_tree(pg_schema) -> None:
             async with store.driver.db.runner() as run:
                 await run.scalar(sa.text("SELECT * FROM no_such_table"))
         assert await store.list_chats() is not None
+
+
+def _kept(store: SqlStore) -> list[dict[str, object]]:
+    prepared = store.driver.db._prepared
+    assert prepared is not None
+    return [dict(kept) for kept in prepared.values()]
+
+
+async def test_hot_statements_are_kept_prepared_per_connection(pg_schema) -> None:
+    url, schema = pg_schema
+    async with SqlStore(url, schema=schema, pool_size=1) as store:
+        chat = await store.create_chat("u", "t")
+        await store.append_message(chat.chat_id, {"role": "user", "content": "hi"})
+        for _ in range(3):
+            page = await store.list_messages(chat.chat_id)
+            assert [m.content for m in page.items] == ["hi"]
+        (kept,) = _kept(store)  # one held connection, its statements prepared once
+        pages = [sql for sql in kept if "ORDER BY messages.seq DESC" in str(sql)]
+        assert len(pages) == 1
+        statement = kept[pages[0]]
+        await store.list_messages(chat.chat_id)
+        assert _kept(store)[0][pages[0]] is statement  # reused, not prepared again
+
+
+async def test_a_kept_statement_survives_a_schema_change(pg_schema) -> None:
+    url, schema = pg_schema
+    async with SqlStore(url, schema=schema, pool_size=1) as store:
+        await store.create_chat("u", "t", name="n")
+        stmt = sa.select(chats.c.name).where(chats.c.user_id == sa.bindparam("user_id"))
+        sql = store.driver.db._compiled.get(stmt).sql
+        async with store.driver.db.runner() as run:
+            assert await run.scalar(stmt, {"user_id": "u"}) == "n"
+            first = _kept(store)[0][sql]
+            # The result type changes under the prepared statement ("cached plan must not
+            # change result type"), then the server forgets every prepared statement.
+            await run.conn.exec_driver_sql("ALTER TABLE chats ALTER COLUMN name TYPE varchar(900)")
+            assert await run.scalar(stmt, {"user_id": "u"}) == "n"
+            second = _kept(store)[0][sql]
+            assert second is not first  # prepared again
+            await run.conn.exec_driver_sql("DEALLOCATE ALL")
+            assert [tuple(r) for r in await run.all(stmt, {"user_id": "u"})] == [("n",)]
+            assert _kept(store)[0][sql] is not second
+        assert (await store.list_chats()).items[0].name == "n"
+
+
+async def test_a_statement_cache_turned_off_keeps_no_statements(pg_schema) -> None:
+    url, schema = pg_schema
+    sep = "&" if "?" in url else "?"
+    async with SqlStore(f"{url}{sep}prepared_statement_cache_size=0", schema=schema) as store:
+        chat = await store.create_chat("u", "t")
+        await store.append_message(chat.chat_id, {"role": "user", "content": "hi"})
+        assert [m.content for m in (await store.list_messages(chat.chat_id)).items] == ["hi"]
+        assert store.driver.db._prepared is None

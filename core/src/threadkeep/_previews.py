@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -21,6 +21,7 @@ from ._corrupt import collecting, window
 from ._errors import InvalidArgument
 from ._models import Chat, Message, MessageKind, MessageStatus, Role
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page
+from ._rows import built
 from ._store_chats import page_of
 from ._store_core import Component
 
@@ -34,9 +35,6 @@ __all__ = [
 
 DEFAULT_PREVIEW_CHARS = 200
 """Characters of a preview's text when the caller does not choose (code points)."""
-
-M = TypeVar("M", bound=BaseModel)
-_set_attribute = object.__setattr__
 
 
 class MessagePreview(BaseModel):
@@ -83,25 +81,10 @@ class ChatPreview(BaseModel):
     last_message: MessagePreview | None = None
 
 
-def _built(model: type[M], values: dict[str, Any]) -> M:
-    """``model.model_construct(**values)`` for the models of this module, without its loop.
-
-    ``values`` gives every field (no defaults to fill, no aliases); these models have no
-    extra fields, private attributes or ``model_post_init``. ``model_construct`` walks
-    every field in Python (about 10 microseconds a row; a chat list builds two per row).
-    """
-    record = model.__new__(model)
-    _set_attribute(record, "__dict__", values)
-    _set_attribute(record, "__pydantic_fields_set__", set(values))
-    _set_attribute(record, "__pydantic_extra__", None)
-    _set_attribute(record, "__pydantic_private__", None)
-    return record
-
-
 def message_preview(message: Message, chars: int) -> MessagePreview:
     """Return the preview of ``message`` with at most ``chars`` code points of its content."""
     content = message.content
-    return _built(
+    return built(
         MessagePreview,
         {
             "message_id": message.message_id,
@@ -151,7 +134,7 @@ class PreviewOps(Component):
             assert last is not None
             next_cursor = self._ctx.encode_cursor(scope, last)
         items = [
-            _built(
+            built(
                 ChatPreview,
                 {
                     "chat": chat,

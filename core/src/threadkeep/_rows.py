@@ -25,7 +25,7 @@ from ._clock import as_utc
 from ._content import STORE_ASSIGNED_MESSAGE_FIELDS
 from ._models import Message, MessageKind, UTCDateTime
 
-__all__ = ["MESSAGE_COLUMNS", "MESSAGE_ROW", "from_json", "page_from_json"]
+__all__ = ["MESSAGE_COLUMNS", "MESSAGE_ROW", "built", "from_json", "page_from_json"]
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -38,6 +38,23 @@ _JOIN_LIMIT = 1 << 20
 _TZINFO = operator.attrgetter("tzinfo")
 _DICT = operator.attrgetter("__dict__")
 _FIELDS_SET = operator.attrgetter("__pydantic_fields_set__")
+_set_attribute = object.__setattr__
+
+
+def built(model: type[R], values: dict[str, Any]) -> R:
+    """``model.model_construct(**values)`` for a model that needs none of its loop.
+
+    ``values`` gives every field (no defaults to fill, no aliases; it becomes the
+    instance's ``__dict__``), and ``model`` has no extra fields, private attributes or
+    ``model_post_init``. ``model_construct`` walks every field in Python (about 10
+    microseconds a call); this sets the four slots of a pydantic instance directly.
+    """
+    record = model.__new__(model)
+    _set_attribute(record, "__dict__", values)
+    _set_attribute(record, "__pydantic_fields_set__", set(values))
+    _set_attribute(record, "__pydantic_extra__", None)
+    _set_attribute(record, "__pydantic_private__", None)
+    return record
 
 
 def _kept_types(annotation: Any) -> frozenset[type]:

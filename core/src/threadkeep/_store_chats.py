@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from itertools import repeat
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -14,6 +15,7 @@ from ._corrupt import CorruptRow, collecting, window
 from ._errors import CapabilityNotSupported, ChatNotFound, Conflict, InvalidArgument
 from ._models import Chat, ChatStatus, Message, Share
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, Page, Viewer
+from ._rows import built
 from ._store_args import CHAT_KEYS, as_aware, as_id, as_key, as_model, check_chat_keys
 from ._store_core import Component
 
@@ -68,10 +70,14 @@ def page_of(
     if page_type is None:
         page_type = _PAGE_TYPES[model] = Page[model]  # type: ignore[valid-type]
     extra = {"corrupt": corrupt} if corrupt else {}
-    if all(isinstance(item, model) for item in items):
-        return page_type.model_construct(
-            items=items, next_cursor=next_cursor, has_more=has_more, corrupt=corrupt or []
-        )
+    if all(map(isinstance, items, repeat(model))):
+        values: dict[str, Any] = {
+            "items": items,
+            "next_cursor": next_cursor,
+            "has_more": has_more,
+            "corrupt": corrupt or [],
+        }
+        return built(page_type, values)
     return page_type(items=items, next_cursor=next_cursor, has_more=has_more, **extra)
 
 

@@ -43,6 +43,8 @@ IMMUTABLE_MESSAGE_FIELDS = frozenset(
 """Fields ``update_message`` refuses to change."""
 
 _CAS_ATTEMPTS = 16
+_NO_FILTER = MessageFilter()  # frozen: one instance serves every unfiltered page
+_NO_FILTER_DATA = _NO_FILTER.model_dump(mode="json")
 
 
 class MessageOps(Component):
@@ -209,7 +211,7 @@ class MessageOps(Component):
         self._ctx.require_open()
         chat_id = as_id(chat_id, "chat_id")
         message_filter = (
-            MessageFilter()
+            _NO_FILTER
             if message_filter is None
             else as_model(MessageFilter, message_filter, "message_filter")
         )
@@ -241,6 +243,8 @@ class MessageOps(Component):
 
 
 def _message_scope(chat_id: UUID, message_filter: MessageFilter) -> dict[str, Any]:
+    if message_filter is _NO_FILTER or message_filter == _NO_FILTER:  # no model_dump per page
+        return {"kind": "messages", "chat_id": str(chat_id), "filter": dict(_NO_FILTER_DATA)}
     data = message_filter.model_dump(mode="json")
     for key in ("roles", "kinds"):
         if data[key] is not None:

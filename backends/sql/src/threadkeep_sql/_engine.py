@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -44,7 +45,7 @@ from threadkeep.driver import complete, enter_whole, finish
 from ._errors import map_native_errors
 from ._lite import LiteRunner
 from ._replica import ReadRouter
-from ._runner import Compiled, PgRunner, Runner
+from ._runner import Compiled, PgRunner, Prepared, Runner
 
 __all__ = ["POSTGRES_QUERY_KEYS", "SCHEMES", "Database", "Dialect", "normalize_url"]
 
@@ -224,6 +225,19 @@ def _unique_statement_name() -> str:
     return f"__threadkeep_{uuid.uuid4().hex}__"
 
 
+def _keeps_statements(url: URL) -> bool:
+    """Whether the runner may keep prepared statements on its connections (``_runner``).
+
+    Not when the URL turns asyncpg's or SQLAlchemy's statement cache off
+    (``statement_cache_size=0``, ``prepared_statement_cache_size=0``): that is how a
+    pooler that does not keep prepared statements is served without ``pooler=``.
+    """
+    return all(
+        str(url.query.get(key, "")) != "0"
+        for key in ("statement_cache_size", "prepared_statement_cache_size")
+    )
+
+
 def _is_memory(url: URL) -> bool:
     return url.database == ":memory:"
 
@@ -326,6 +340,7 @@ class Database:
     _router: ReadRouter | None = None
     _lite: Compiled | None = None
     _lite_held: list[tuple[AsyncConnection, Any]] = field(default_factory=list)
+    _prepared: weakref.WeakKeyDictionary[Any, Prepared] | None = None
 
     @classmethod
     def create(
@@ -364,6 +379,7 @@ class Database:
             _reader=auto,
             _held_max=pool_size,
             _compiled=Compiled(engine.dialect),
+            _prepared=weakref.WeakKeyDictionary() if _keeps_statements(url) else None,
         )
 
     @classmethod
@@ -462,10 +478,7 @@ class Database:
                 with contextlib.suppress(Exception):
                     await complete(_discard(held, exc))
                 raise
-            if len(self._held) < self._held_max:
-                self._held.append(held)
-            else:
-                await held[0].close()
+            await self._keep(held)
 
     async def _take_held(self) -> tuple[AsyncConnection, Any]:
         """Return a live held connection, or a fresh one.
@@ -500,19 +513,40 @@ class Database:
         async with self._autocommit() as (conn, _):
             yield conn
 
+    def _runner(
+        self, engine: AsyncEngine, *, transaction: bool, write: bool
+    ) -> AbstractAsyncContextManager[Runner]:
+        if self._compiled is not None:
+            return _HeldRunner(self)
+        return self._sa_runner(engine, transaction=transaction, write=write)
+
     @asynccontextmanager
-    async def _runner(
+    async def _sa_runner(
         self, engine: AsyncEngine, *, transaction: bool, write: bool
     ) -> AsyncIterator[Runner]:
-        if self._compiled is not None:
-            async with self._autocommit() as (conn, driver):
-                yield PgRunner(conn, driver, self._compiled)
-        elif self._lite is not None and not write:
+        if self._lite is not None and not write:
             async with self.sqlite_driver(write=False) as sqlite_driver:
                 yield LiteRunner(sqlite_driver, self._lite)
         else:
             async with self._enter(engine, transaction=transaction, write=write) as conn:
                 yield Runner(conn)
+
+    def _statements_of(self, driver: Any) -> Prepared | None:
+        """The prepared statements kept on one asyncpg connection (``None``: none are kept)."""
+        prepared = self._prepared
+        if prepared is None:
+            return None
+        kept = prepared.get(driver)
+        if kept is None:
+            kept = prepared[driver] = {}
+        return kept
+
+    async def _keep(self, held: tuple[AsyncConnection, Any]) -> None:
+        """Hold a connection after a successful operation, or close it past ``pool_size``."""
+        if len(self._held) < self._held_max:
+            self._held.append(held)
+        else:
+            await held[0].close()
 
     @asynccontextmanager
     async def sqlite_driver(
@@ -665,3 +699,40 @@ class Database:
                 await self.engine.dispose()
         except Exception:  # noqa: BLE001 - closing must not raise (Driver.close)
             return
+
+
+class _HeldRunner:
+    """``Database.runner`` on PostgreSQL: a :class:`PgRunner` on a held connection.
+
+    Exactly ``Database._autocommit`` around the runner (a held ``AUTOCOMMIT`` connection,
+    kept again after success, discarded after any exception; native errors mapped), as
+    one class: the two nested generator context managers cost several microseconds of
+    every read.
+    """
+
+    __slots__ = ("_db", "_held")
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._held: tuple[AsyncConnection, Any] | None = None
+
+    async def __aenter__(self) -> PgRunner:
+        db = self._db
+        assert db._compiled is not None
+        with map_native_errors():
+            held = self._held = await db._take_held()
+        return PgRunner(held[0], held[1], db._compiled, db._statements_of(held[1]))
+
+    async def __aexit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        held = self._held
+        assert held is not None
+        self._held = None
+        if exc is None:
+            with map_native_errors():
+                await self._db._keep(held)
+            return
+        with contextlib.suppress(Exception):
+            await complete(_discard(held, exc))
+        if isinstance(exc, Exception):
+            with map_native_errors():  # the error the block raised, mapped as _autocommit maps it
+                raise exc

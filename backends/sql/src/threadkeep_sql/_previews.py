@@ -105,7 +105,13 @@ class PreviewsMixin(SqlBase):
                 rows = await run.all(stmt, params)
         found = self._chat_rows([row[:_WIDTH] for row in rows])
         message_rows = [row[_WIDTH:] for row in rows if row[_WIDTH] is not None]
-        newest: dict[UUID | None, Message] = {
-            m.chat_id: m for m in self._message_rows(message_rows)
-        }
-        return [(chat, newest.get(chat.chat_id)) for chat in found]
+        last = self._message_rows(message_rows)
+        if len(found) == len(rows) and len(last) == len(message_rows):
+            # Nothing was left out (damaged rows under "skip"): pair by position.
+            newest = iter(last)
+            return [
+                (chat, None if row[_WIDTH] is None else next(newest))
+                for chat, row in zip(found, rows, strict=True)
+            ]
+        by_chat: dict[UUID | None, Message] = {m.chat_id: m for m in last}
+        return [(chat, by_chat.get(chat.chat_id)) for chat in found]

@@ -11,6 +11,15 @@ hand-off, execution context, cursor adapter, row objects) costs 0.15-0.25 ms of 
 per statement, about as much as the whole round trip of a cached 50-row page
 (``bench/sql_bench.py``), and this path skips it.
 
+Each asyncpg connection also keeps its own prepared statements (:class:`Prepared`, up to
+:data:`MAX_PREPARED`), so a hot statement runs as ``PreparedStatement.fetch`` without the
+statement-cache look-up of ``Connection.fetch`` (its LRU, timeout bookkeeping and retry
+wrapper: measured per call in ``docs/performance.md``). A statement the server no longer
+accepts as prepared (a schema change altered its result type, or the server forgot it) is
+prepared again and run once more, as asyncpg does for its own cache outside a transaction.
+Behind a transaction-mode pooler this runner is not used at all (``Database``), and a URL
+with ``statement_cache_size=0`` turns the kept statements off.
+
 Native errors are mapped where the connection is taken (``Database.runner``), so asyncpg
 errors go through the driver's one ``map_native_errors`` like any other.
 """
@@ -21,15 +30,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["Compiled", "PgRunner", "RawStatement", "Runner"]
+__all__ = ["MAX_PREPARED", "Compiled", "PgRunner", "Prepared", "RawStatement", "Runner"]
 
 Row = Sequence[Any]
 Params = Mapping[str, Any]
 _NO_PARAMS: Params = {}
+
+MAX_PREPARED = 256
+"""Prepared statements one asyncpg connection keeps; past it, ``Connection.fetch`` serves."""
+_STALE = (
+    asyncpg.exceptions.InvalidCachedStatementError,
+    asyncpg.exceptions.InvalidSQLStatementNameError,
+)
+"""The server no longer runs a kept statement as prepared: prepare it again, try once more."""
+
+Prepared = dict[str, Any]
+"""One asyncpg connection's kept ``PreparedStatement`` objects, by SQL text."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,26 +182,60 @@ class Runner:
 
 
 class PgRunner(Runner):
-    """Runs statements on the asyncpg connection under ``conn`` (see the module docstring)."""
+    """Runs statements on the asyncpg connection under ``conn`` (see the module docstring).
 
-    def __init__(self, conn: AsyncConnection, driver: Any, compiled: Compiled) -> None:
+    ``prepared`` is the connection's own :data:`Prepared` map (``None``: no statements are
+    kept, every call goes through ``Connection.fetch``).
+    """
+
+    def __init__(
+        self, conn: AsyncConnection, driver: Any, compiled: Compiled, prepared: Prepared | None
+    ) -> None:
         super().__init__(conn)
         self._driver = driver
         self._compiled = compiled
+        self._prepared = prepared
 
     async def all(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Sequence[Row]:
         """Return every row."""
         raw = self._compiled.get(stmt)
-        records: Sequence[Row] = await self._driver.fetch(raw.sql, *raw.args(params))
+        records: Sequence[Row] = await self._run(raw, raw.args(params), one=False)
         return raw.rows(records)
 
     async def first(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Row | None:
         """Return the first row, or ``None``."""
         raw = self._compiled.get(stmt)
-        record: Row | None = await self._driver.fetchrow(raw.sql, *raw.args(params))
+        record: Row | None = await self._run(raw, raw.args(params), one=True)
         return None if record is None else raw.row(record)
 
     async def scalar(self, stmt: sa.Executable, params: Params = _NO_PARAMS) -> Any:
         """Return the first column of the first row, or ``None``."""
         row = await self.first(stmt, params)
         return None if row is None else row[0]
+
+    async def _run(self, raw: RawStatement, args: list[Any], *, one: bool) -> Any:
+        """Run ``raw`` as this connection's prepared statement (``fetchrow`` when ``one``).
+
+        Raises:
+            asyncpg.PostgresError: As ``Connection.fetch`` does (mapped by the caller's
+                ``Database.runner``); a stale prepared statement is prepared again once.
+        """
+        kept = self._prepared
+        sql = raw.sql
+        if kept is None or (sql not in kept and len(kept) >= MAX_PREPARED):
+            driver = self._driver
+            return await (driver.fetchrow(sql, *args) if one else driver.fetch(sql, *args))
+        for retry in (False, True):
+            statement = kept.get(sql)
+            if statement is None:
+                statement = kept[sql] = await self._driver.prepare(sql)
+            try:
+                return await (statement.fetchrow(*args) if one else statement.fetch(*args))
+            except _STALE:
+                kept.pop(sql, None)
+                if retry or self._driver.is_in_transaction():
+                    raise
+            except asyncpg.exceptions.OutdatedSchemaCacheError:
+                kept.clear()  # asyncpg has reloaded its type cache; prepare afresh next time
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
