@@ -354,7 +354,11 @@ class GroupCommitter:
         """Send queued calls as groups while fewer than :data:`MAX_INFLIGHT` are in flight."""
         loop = asyncio.get_running_loop()
         while self._queue and self._inflight < MAX_INFLIGHT:
-            group, self._queue = _take_group(self._queue, self._sending)
+            queue = self._queue
+            if len(queue) == 1 and queue[0].keys.isdisjoint(self._sending):
+                group, self._queue = queue, []  # the common case: one call, sent at once
+            else:
+                group, self._queue = _take_group(queue, self._sending)
             if not group:  # every queued call waits for a key in flight
                 break
             self._inflight += 1
