@@ -34,6 +34,7 @@ from threadkeep import (
 from threadkeep._content import ENVELOPE_ALLOWANCE_BYTES, MAX_NESTING_DEPTH
 from threadkeep._encode import encode_message, fingerprint_of, message_body_of
 from threadkeep._encode_bulk import encode_for_load
+from threadkeep._store_messages import _plain_records
 from threadkeep.driver import Records
 
 LIMIT = 16 * 1024 * 1024
@@ -206,3 +207,40 @@ def test_size_limits_are_those_of_the_original_encoding() -> None:
     assert str(new.value) == str(old.value)
     fits = Message(role="user", content="z" * (ENVELOPE_ALLOWANCE_BYTES * 2))
     assert encode_message(fits, LIMIT).fingerprint == _old_prepare(fits)[1]
+
+
+class _Inner(BaseModel):
+    x: int = 1
+
+
+class _Wider(_Inner):
+    y: int = 2
+
+
+class _Holder(BaseModel):
+    inner: _Inner
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages())
+def test_the_appends_plain_dump_equals_serialize_as_any(message: Message) -> None:
+    # append_message copies its input with a plain model_dump when _plain_records says it
+    # gives what serialize_as_any gives (which costs about as much as the dump itself).
+    if _plain_records(message):
+        assert message.model_dump() == message.model_dump(serialize_as_any=True)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        Message(role="user", metadata={"k": _Holder(inner=_Wider())}),
+        Message(role="user", note=_Holder(inner=_Wider())),
+        Message(role="user", tool_calls=[Scored(name="f", score=1.0)]),
+        Message(role="user", parts=[ActionPart(name="a", payload=[_Holder(inner=_Wider())])]),
+        Message(role="user", metadata={"deep": [[[{"x": [1]}]]], "t": (1, 2)}),
+        Annotated(role="user"),
+    ],
+    ids=["model-in-metadata", "model-extra", "tool-call-subclass", "model-payload", "tuple", "sub"],
+)
+def test_subclasses_and_models_inside_free_values_keep_serialize_as_any(message: Message) -> None:
+    assert not _plain_records(message)

@@ -77,8 +77,9 @@ async def test_concurrent_appends_are_coalesced(pg_store: SqlStore, groups: list
     returned = await asyncio.gather(
         *(pg_store.append_message(where[n], _user(n)) for n in range(APPENDS))
     )
-    # Every append became ready in the same loop iteration: one statement writes them all.
-    assert groups == [APPENDS]
+    # Every append became ready in the same loop iteration: the first MAX_INFLIGHT go at
+    # once, each alone; the rest arrive while those are in flight and share one statement.
+    assert groups == [APPENDS - MAX_INFLIGHT]
     assert [(m.chat_id, m.content, m.agui_id) for m in returned] == [
         (where[n], str(n), f"a{n}") for n in range(APPENDS)
     ]
@@ -113,7 +114,7 @@ async def test_turns_with_tool_calls_are_coalesced_whole(
     returned = await asyncio.gather(
         *(pg_store.append_messages(chats[n % 4].chat_id, turns[n]) for n in range(40))
     )
-    assert sum(groups) == 40
+    assert sum(groups) == 40 - MAX_INFLIGHT  # the first MAX_INFLIGHT turns went alone
     assert max(groups) > 1
     for n, messages in enumerate(returned):
         assert [m.agui_id for m in messages] == [f"q{n}", f"t{n}", f"r{n}"]
@@ -232,7 +233,8 @@ async def test_a_direct_caller_cancelled_while_queued_writes_nothing(
     assert isinstance(outcomes[1], asyncio.CancelledError)
     assert groups == [2]
     stored = await _stored_by_seq(pg_store, chat.chat_id)
-    assert {m.agui_id for m in stored.values()} == {"alead0", "alead1", "a0", "a2"}
+    leads = {f"alead{n}" for n in range(MAX_INFLIGHT)}
+    assert {m.agui_id for m in stored.values()} == leads | {"a0", "a2"}
 
 
 async def test_close_writes_the_queued_appends_first(
@@ -336,6 +338,7 @@ async def test_a_lost_connection_fails_each_call_of_its_group_and_retries_none(
 ) -> None:
     chat = await pg_store.create_chat("u", "lost")
     committer = _committer(pg_store)
+    gate = _Gate(pg_store, monkeypatch)  # the leads' lone statements wait for it
     retried: list[Any] = []
     real_lone = committer._lone
 
@@ -348,24 +351,29 @@ async def test_a_lost_connection_fails_each_call_of_its_group_and_retries_none(
 
     committer._lone = lone
     monkeypatch.setattr(GroupCommitter, "_write_group", lost)
-    outcomes = await asyncio.gather(
-        *(
+    leads = await _fill_inflight(pg_store, chat.chat_id)
+    tasks = [
+        asyncio.ensure_future(
             pg_store.append_message(chat.chat_id, Message(role="user", content=str(n)))
-            for n in range(6)
-        ),
-        return_exceptions=True,
-    )
+        )
+        for n in range(6)
+    ]
+    await gate.until_queued(6)
+    gate.open.set()
+    assert all(isinstance(m, Message) for m in await asyncio.gather(*leads))
+    outcomes = await asyncio.gather(*tasks, return_exceptions=True)
     # The group may have committed before the connection went: a retry could write the
     # agui-less messages twice, so each caller gets its own BackendUnavailable instead.
     assert all(isinstance(o, BackendUnavailable) for o in outcomes)
     assert len({id(o) for o in outcomes}) == 6
-    assert not retried
+    assert len(retried) == MAX_INFLIGHT  # the leads' own statements, no retry
 
 
 async def test_a_cancelled_group_leaves_no_caller_waiting(
     pg_store: SqlStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     chat = await pg_store.create_chat("u", "stuck")
+    gate = _Gate(pg_store, monkeypatch)
     stuck = asyncio.Event()
 
     async def hangs(self: GroupCommitter, group: list[Any]) -> dict[int, int]:
@@ -374,9 +382,13 @@ async def test_a_cancelled_group_leaves_no_caller_waiting(
         raise AssertionError("unreachable")
 
     monkeypatch.setattr(GroupCommitter, "_write_group", hangs)
+    leads = await _fill_inflight(pg_store, chat.chat_id)
     tasks = [
         asyncio.ensure_future(pg_store.append_message(chat.chat_id, _user(n))) for n in range(6)
     ]
+    await gate.until_queued(6)
+    gate.open.set()
+    assert all(isinstance(m, Message) for m in await asyncio.gather(*leads))
     await asyncio.wait_for(stuck.wait(), timeout=30)
     committer = _committer(pg_store)
     while committer._drainers:
@@ -436,3 +448,29 @@ async def test_grouped_writes_are_read_back_through_a_standby(
                 page = await store.list_messages(chat.chat_id, limit=1)
                 assert [m.message_id for m in page.items] == [message.message_id]
         assert max(groups) > 1
+
+
+async def test_a_store_caller_cancelled_in_flight_is_written_whole_without_a_shield_task(
+    pg_store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On PostgreSQL the driver runs insert_messages whole itself, so core adds no task.
+    assert "insert_messages" in pg_store.driver.writes_run_whole
+    assert not hasattr(pg_store.primitives.insert_messages, "__wrapped__")
+    chat = await pg_store.create_chat("u", "in-flight")
+    gate = _Gate(pg_store, monkeypatch)
+    task = asyncio.ensure_future(pg_store.append_message(chat.chat_id, _user("x")))
+    for _ in range(3000):
+        if gate.held:
+            break
+        await asyncio.sleep(0.01)
+    assert gate.held == 1  # sent at once, alone, and held on the way to the server
+    task.cancel()
+    await asyncio.sleep(0.05)
+    assert not task.done()  # the caller waits for its statement's outcome
+    gate.open.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    stored = await _stored_by_seq(pg_store, chat.chat_id)
+    assert [m.agui_id for m in stored.values()] == ["ax"]
+    again = await pg_store.append_message(chat.chat_id, _user("x"))  # a retry: stored whole
+    assert again == stored[1]

@@ -110,6 +110,17 @@ class DriverBase:
     (SQL, MongoDB); a driver whose writes finish without yielding half-way needs nothing.
     """
 
+    writes_run_whole: frozenset[str] = frozenset()
+    """Write primitives this driver itself runs to completion under cancellation.
+
+    ``shield_writes`` adds no shielded task around these (a task and two loop iterations
+    per call, on the hottest path). A driver that names a primitive here guarantees what
+    the task would: a caller cancelled mid-write gets its ``CancelledError`` only once the
+    write has committed or rolled back whole (``threadkeep.driver.finish`` helps). The SQL
+    driver names ``insert_messages`` on PostgreSQL, where group commit already writes in a
+    task of its own.
+    """
+
     def __init__(self, url: str, **unknown: Any) -> None:
         if unknown:
             check_options(type(self), lambda url: None, url, unknown)

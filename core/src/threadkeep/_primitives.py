@@ -151,6 +151,7 @@ class Primitives:
     def __init__(self, driver: Driver) -> None:
         self.driver = driver
         shield = bool(getattr(driver, "shield_writes", False))
+        runs_whole = frozenset(getattr(driver, "writes_run_whole", ()))
         names = list(protocol_members(Driver))
         for protocol in OPTIONAL_PROTOCOLS:
             if isinstance(driver, protocol):
@@ -159,7 +160,8 @@ class Primitives:
         """The primitives the driver implements itself (the rest are core's)."""
         for name in names:
             method = getattr(driver, name)
-            setattr(self, name, _whole(method) if shield and name in WRITE_PRIMITIVES else method)
+            wrap = shield and name in WRITE_PRIMITIVES and name not in runs_whole
+            setattr(self, name, _whole(method) if wrap else method)
 
     # -- required (bound to the driver's methods in __init__; these forward) --------------
 

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from ._batch import same_payload
 from ._boundary_rules import boundary_cut, check_compactions, is_compaction
-from ._content import PreparedMessage, validate_model
+from ._content import MAX_NESTING_DEPTH, PreparedMessage, validate_model
 from ._corrupt import collecting, window
 from ._errors import (
     CapabilityNotSupported,
@@ -17,7 +17,18 @@ from ._errors import (
     InvalidArgument,
     MessageNotFound,
 )
-from ._models import Message, MessageInput
+from ._models import (
+    ActionPart,
+    Boundary,
+    CustomPart,
+    ErrorPart,
+    FilePart,
+    ImagePart,
+    Message,
+    MessageInput,
+    Reasoning,
+    ToolCall,
+)
 from ._paging import DEFAULT_PAGE_LIMIT, MessageFilter, Page, Viewer
 from ._plugins import notify_messages_committed
 from ._store_args import as_id, as_ids, as_items, as_model, as_str
@@ -52,7 +63,9 @@ class MessageOps(Component):
 
     def _coerce_message(self, message: object, chat_id: UUID) -> Message:
         if isinstance(message, Message):
-            data = message.model_dump(serialize_as_any=True)  # keep nested subclass fields
+            # Keep nested subclass fields (serialize_as_any, which costs about as much as
+            # the dump itself); without nested subclasses the plain dump is the same.
+            data = message.model_dump(serialize_as_any=not _plain_records(message))
         elif isinstance(message, Mapping):
             data = dict(message)
         else:
@@ -240,6 +253,68 @@ class MessageOps(Component):
             return {}
         with collecting(self._ctx.corrupt_records):  # "skip": a damaged preview is left out
             return await self._driver.last_messages(list(dict.fromkeys(ids)))
+
+
+_PLAIN_PARTS = frozenset({ImagePart, FilePart, ActionPart, ErrorPart, CustomPart})
+_TOOL_CALL = frozenset({ToolCall})
+_REASONING = frozenset({Reasoning})
+_BOUNDARY = frozenset({Boundary})
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain_records(message: Message) -> bool:
+    """Whether ``model_dump`` of ``message`` gives what ``serialize_as_any=True`` gives.
+
+    They differ only where a value is of a subclass of its field's type: a nested record
+    of a subclass, or a model (whose fields might hold subclasses) inside a free-form
+    value (``metadata``, extra fields, ``ActionPart.payload``, ``CustomPart.value``).
+    ``True`` when every nested record is of its declared class and every free-form value
+    is plain JSON data (anything else: ``False``, and the caller dumps as before).
+    """
+    if type(message) is not Message or not _plain_extras(message):
+        return False
+    if message.metadata and not _plain_data(message.metadata):
+        return False
+    nested: list[tuple[Any, frozenset[type]]] = [
+        *((call, _TOOL_CALL) for call in message.tool_calls),
+        *((reasoning, _REASONING) for reasoning in message.reasonings),
+        *((part, _PLAIN_PARTS) for part in message.parts),
+    ]
+    if message.boundary is not None:
+        nested.append((message.boundary, _BOUNDARY))
+    for record, classes in nested:
+        if type(record) not in classes or not _plain_extras(record):
+            return False
+        free = getattr(record, "payload", None) if type(record) is ActionPart else None
+        free = getattr(record, "value", None) if type(record) is CustomPart else free
+        if free is not None and not _plain_data(free):
+            return False
+    return True
+
+
+def _plain_extras(record: Any) -> bool:
+    extra = record.__pydantic_extra__
+    return not extra or _plain_data(extra)
+
+
+def _plain_data(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is JSON data only (str, int, float, bool, None, lists, str-keyed dicts).
+
+    Nesting past ``MAX_NESTING_DEPTH`` is "not plain" (the content checks refuse it later).
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if depth >= MAX_NESTING_DEPTH:
+        return False
+    if kind is dict:
+        return all(
+            type(key) is str and (type(item) in _SCALARS or _plain_data(item, depth + 1))
+            for key, item in value.items()
+        )
+    if kind is list:
+        return all(type(item) in _SCALARS or _plain_data(item, depth + 1) for item in value)
+    return False
 
 
 def _message_scope(chat_id: UUID, message_filter: MessageFilter) -> dict[str, Any]:

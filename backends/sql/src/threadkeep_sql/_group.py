@@ -6,15 +6,14 @@ one round trip (a ``send`` that wakes a server process, a ``recv``) per append.
 :class:`GroupCommitter` coalesces them, whatever their chats:
 
 - **Flush policy.** An append (a *call*: one message, or a batch of up to
-  :data:`MAX_CALL_MESSAGES`) is queued. When fewer than :data:`MAX_INFLIGHT` statements are
-  in flight, the queue is flushed at the end of the current event-loop iteration
-  (``loop.call_soon``), so every caller that became ready in the same iteration (callers
-  woken by one finished group come back together) joins the same statement, and a lone
-  writer waits one loop iteration, not a timer. When :data:`MAX_INFLIGHT` statements are in
-  flight, calls queue until one finishes, and the queue goes out at once as the next group.
-  A group holds up to :data:`MAX_GROUP_MESSAGES` messages, oldest calls first (FIFO, so no
-  caller is overtaken for long); a group of one call is sent as the plain one-statement
-  append of :mod:`threadkeep_sql._pg_append`.
+  :data:`MAX_CALL_MESSAGES`) is sent at once, as the plain one-statement append of
+  :mod:`threadkeep_sql._pg_append`, when fewer than :data:`MAX_INFLIGHT` statements are in
+  flight: a lone writer, or the first of writers woken together, waits for nothing. Calls
+  that arrive while :data:`MAX_INFLIGHT` statements are in flight queue, and the queue goes
+  out as one group the moment a statement comes back, so the connection is busy again at
+  once and the callers that became ready during a round trip share the next one. A group
+  holds up to :data:`MAX_GROUP_MESSAGES` messages, oldest calls first (FIFO, so no caller
+  is overtaken for long); a group of one call is sent as the plain append.
 - **The statement** (:func:`group_statement`): the group's rows go in as one array per column
   (``unnest``); it locks the group's chats in ``chat_id`` order (two groups, or a group and
   any other writer, never deadlock), leaves out every call one of whose ``agui_id`` values its
@@ -38,12 +37,14 @@ one round trip (a ``send`` that wakes a server process, a ``recv``) per append.
   (the first is decided by the caller on ``None``, the second before the call is queued).
   If the connection failed without the server's answer (the group may have committed),
   every call of the group gets its own ``BackendUnavailable``: retrying would write twice.
-- **Cancellation.** The store runs writes to completion under cancellation
-  (``shield_writes``, issue 12), so a store caller cancelled while queued has its call
-  written with its group (whole, as any write) and then gets its ``CancelledError``; no
-  other caller is touched. Called directly, a cancelled :meth:`GroupCommitter.append` still
-  queued is taken out of the queue (nothing written); once sent, its outcome is dropped. A
-  group statement is never cancelled by a caller: it runs in a task of its own.
+- **Cancellation.** A store caller (``append(..., whole=True)``, what the driver's
+  ``insert_messages`` uses) cancelled while its call is queued or in flight has its call
+  written with its group (whole, as any write: issue 12) and then gets its
+  ``CancelledError``; no other caller is touched, and no task is spent on it (the outcome is
+  waited for on the call's own future). Called directly (``whole=False``), a cancelled
+  :meth:`GroupCommitter.append` still queued is taken out of the queue (nothing written);
+  once sent, its outcome is dropped. A statement is never cancelled by a caller: it runs in
+  a task of its own.
 - :meth:`GroupCommitter.close` waits until every call in flight or queued has its outcome;
   a call that a cancelled group task leaves without an outcome gets ``BackendUnavailable``
   (it may or may not be written), so no caller waits forever.
@@ -57,9 +58,9 @@ any write.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -88,13 +89,11 @@ still goes, alone)."""
 MAX_CALL_MESSAGES = 64
 """Calls of more messages than this bypass the committer (one statement of their own)."""
 
-MAX_INFLIGHT = 2
-"""Statements (groups) of one store in flight at once: calls that arrive while one is on
-the server go in a second at once instead of waiting, and the number of connections busy
-with appends stays at this however many writers. Callers woken together by one finished
-group go as one group, not split in two halves that would alternate (tried: more client
-CPU per message for smaller groups, 1.35-1.80x raw at 8 writers against 1.09-1.41x whole,
-``bench/README.md``)."""
+MAX_INFLIGHT = int(os.environ.get("THREADKEEP_GROUP_INFLIGHT", "1"))
+"""Statements (lone calls or groups) of one store in flight at once. A call that finds
+fewer in flight is sent at once; the rest queue and go as one group when a statement comes
+back, so the number of connections busy with appends stays at this however many writers.
+(``THREADKEEP_GROUP_INFLIGHT`` sets it for experiments; see ``bench/README.md``.)"""
 
 _UNNEST = """
     SELECT * FROM unnest(CAST(:ords AS int[]), CAST(:calls AS int[]), CAST(:chat_ids AS uuid[]),
@@ -167,25 +166,69 @@ Lone = Callable[[UUID, Sequence[PreparedMessage], datetime], Awaitable["int | No
 Runners = Callable[[], AbstractAsyncContextManager[Runner]]
 
 
-def _future() -> asyncio.Future[int | None]:
-    return asyncio.get_running_loop().create_future()
+_PENDING: Any = object()
 
 
-@dataclass(slots=True, eq=False)  # found in the queue by identity
 class _Call:
-    chat_id: UUID
-    items: Sequence[PreparedMessage]
-    now: datetime
-    keys: frozenset[tuple[UUID, str]]
-    done: asyncio.Future[int | None] = field(default_factory=_future)
+    """One caller's append: its rows, and its outcome once known.
+
+    The outcome is kept on the call and ``done`` only wakes the caller, so a caller whose
+    wait is cancelled can wait again on a fresh future without losing it (``outcome``).
+    """
+
+    __slots__ = ("chat_id", "done", "error", "items", "keys", "now", "result")
+
+    def __init__(self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime) -> None:
+        self.chat_id = chat_id
+        self.items = items
+        self.now = now
+        self.keys = _keys(chat_id, items)
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.result: int | None = _PENDING
+        self.error: BaseException | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not _PENDING or self.error is not None
 
     def settle(self, result: int | None) -> None:
-        if not self.done.done():
-            self.done.set_result(result)
+        if not self.finished:
+            self.result = result
+            self._wake()
 
     def fail(self, exc: BaseException) -> None:
+        if not self.finished:
+            self.error = exc
+            self._wake()
+
+    def _wake(self) -> None:
         if not self.done.done():
-            self.done.set_exception(exc)
+            self.done.set_result(None)
+
+    def get(self) -> int | None:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    async def outcome(self) -> tuple[int | None, bool]:
+        """Wait for the outcome even if the caller is cancelled meanwhile.
+
+        Returns:
+            ``(first seq or None, cancelled)``; ``cancelled`` when the caller was cancelled
+            while it waited (it must deliver the cancellation itself).
+
+        Raises:
+            ThreadkeepError: The call's own error.
+        """
+        cancelled = False
+        while not self.finished:
+            try:
+                await self.done
+            except asyncio.CancelledError:
+                cancelled = True
+                if not self.finished:  # the wait was cancelled, not the call: wait again
+                    self.done = asyncio.get_running_loop().create_future()
+        return self.get(), cancelled
 
 
 def _keys(chat_id: UUID, items: Sequence[PreparedMessage]) -> frozenset[tuple[UUID, str]]:
@@ -239,13 +282,17 @@ class GroupCommitter:
         self._inflight = 0
         self._queue: list[_Call] = []
         self._sending: set[tuple[UUID, str]] = set()
-        self._flush_soon: asyncio.Handle | None = None
         self._drainers: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
 
     async def append(
-        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+        self,
+        chat_id: UUID,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+        *,
+        whole: bool = False,
     ) -> int | None:
         """Append one call (its messages in order, all or nothing); return its first seq.
 
@@ -254,6 +301,10 @@ class GroupCommitter:
             items: One to :data:`MAX_CALL_MESSAGES` prepared messages, ``agui_id`` values
                 unique among them (``Store.append_messages`` dedupes a batch first).
             now: The write's timestamp (``updated_at``, ``created_at`` when not given).
+            whole: Run to completion under cancellation: a caller cancelled while its
+                call is queued or in flight gets its ``CancelledError`` only once the call
+                has its outcome (written or not, whole), as a store write must (issue 12).
+                Without it, a cancelled call still queued is taken out (nothing written).
 
         Returns:
             The seq of the first message (the others follow it), or ``None`` when nothing
@@ -263,19 +314,27 @@ class GroupCommitter:
         Raises:
             ThreadkeepError: This call's own error (``Conflict``, ``InvalidArgument``,
                 ``BackendUnavailable``...), never another caller's.
+            asyncio.CancelledError: If the caller was cancelled (with ``whole``, after the
+                call's outcome).
         """
-        call = _Call(chat_id, items, now, _keys(chat_id, items))
+        call = _Call(chat_id, items, now)
         self._queue.append(call)
         self._idle.clear()
-        if self._inflight < MAX_INFLIGHT and self._flush_soon is None:
-            self._flush_soon = asyncio.get_running_loop().call_soon(self._arrived)
+        if self._inflight < MAX_INFLIGHT:
+            self._flush()  # send at once: nothing waits for a loop iteration
+        if whole:
+            result, cancelled = await call.outcome()
+            if cancelled:
+                raise asyncio.CancelledError
+            return result
         try:
-            return await call.done  # a cancelled caller cancels it: nothing else awaits it
+            await call.done  # a cancelled caller cancels it: nothing else awaits it
         except asyncio.CancelledError:
             if call in self._queue:  # not sent yet: nothing written, others untouched
                 self._queue.remove(call)
                 self._settle()
             raise
+        return call.get()
 
     async def close(self) -> None:
         """Wait until every call in flight or queued has its outcome (before the pool closes).
@@ -291,19 +350,15 @@ class GroupCommitter:
         if not self._inflight and not self._queue:
             self._idle.set()
 
-    def _arrived(self) -> None:
-        """The end of the loop iteration in which calls arrived: send them."""
-        self._flush_soon = None
-        self._flush()
-
     def _flush(self) -> None:
         """Send queued calls as groups while fewer than :data:`MAX_INFLIGHT` are in flight."""
-        if self._flush_soon is not None:  # called at once (a group finished): no second run
-            self._flush_soon.cancel()
-            self._flush_soon = None
         loop = asyncio.get_running_loop()
         while self._queue and self._inflight < MAX_INFLIGHT:
-            group, self._queue = _take_group(self._queue, self._sending)
+            queue = self._queue
+            if len(queue) == 1 and queue[0].keys.isdisjoint(self._sending):
+                group, self._queue = queue, []  # the common case: one call, sent at once
+            else:
+                group, self._queue = _take_group(queue, self._sending)
             if not group:  # every queued call waits for a key in flight
                 break
             self._inflight += 1
@@ -319,8 +374,10 @@ class GroupCommitter:
             await self._write(group)
         finally:
             for call in group:  # cancelled mid-way: no caller may wait forever
-                call.fail(_interrupted())
-                self._sending -= call.keys
+                if not call.finished:
+                    call.fail(_interrupted())
+                if call.keys:
+                    self._sending -= call.keys
             self._inflight -= 1
             self._flush()
 

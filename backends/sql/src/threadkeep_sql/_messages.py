@@ -22,7 +22,7 @@ from threadkeep import (
     PreparedMessage,
     as_utc,
 )
-from threadkeep.driver import resolve_batch
+from threadkeep.driver import finish, resolve_batch
 
 from ._base import SqlBase, message_values, ref_values
 from ._errors import is_seq_collision, is_unique_violation
@@ -286,35 +286,82 @@ class MessagesMixin(SqlBase):
     async def _insert_any(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
-        """``_insert_messages`` unwrapped (no shielded task of its own: callers have one)."""
+        """``insert_messages`` on PostgreSQL, run to completion under cancellation (issue 12).
+
+        The driver declares it (``writes_run_whole``), so core adds no shielded task: a
+        call that group commit takes waits for its outcome on its own future
+        (``GroupCommitter.append(whole=True)``: no task, no extra loop iteration), and every
+        other path runs in ``finish``. A caller cancelled meanwhile gets its
+        ``CancelledError`` once the call is written or not, whole.
+        """
+        if self._group is None or len(messages) > MAX_CALL_MESSAGES:
+            return await finish(self._insert_slowly(chat_id, messages, now))
+        try:
+            first = await self._group.append(chat_id, messages, now, whole=True)
+        except Conflict as exc:
+            if not is_seq_collision(exc):
+                raise
+            return await finish(self._insert_transaction(chat_id, messages, now))
+        if first is not None:
+            return self._written(chat_id, messages, first, now)
+        return await finish(self._insert_slowly(chat_id, messages, now, tried=True))
+
+    async def _insert_slowly(
+        self,
+        chat_id: UUID,
+        messages: Sequence[PreparedMessage],
+        now: datetime,
+        *,
+        tried: bool = False,
+    ) -> list[tuple[Message, bool]] | None:
+        """The fast path's retries, then the transactional path (callers shield it).
+
+        ``tried``: the first fast attempt came back with nothing written already.
+        """
         # A row written around the store can hold the seq an append reserved (issue 12):
         # the fast path then fails whole, and the transactional path repairs the counter.
         if self._db.dialect == "postgresql":
             try:
-                fast = await self._insert_fast(chat_id, messages, now)
+                fast = await self._insert_fast(chat_id, messages, now, tried=tried)
             except Conflict as exc:
                 if not is_seq_collision(exc):
                     raise
                 fast = None
             if fast is not None:
                 return fast
+        return await self._insert_transaction(chat_id, messages, now)
+
+    async def _insert_transaction(
+        self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
+    ) -> list[tuple[Message, bool]] | None:
         async with self._db.transaction() as conn:
             return await self._insert_locked(conn, chat_id, messages, now)
 
+    def _written(
+        self, chat_id: UUID, items: Sequence[PreparedMessage], first: int, now: datetime
+    ) -> list[tuple[Message, bool]]:
+        """The outcome of a fast append that wrote ``items`` from seq ``first`` on."""
+        return [(self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)]
+
     async def _insert_fast(
-        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
+        self,
+        chat_id: UUID,
+        items: Sequence[PreparedMessage],
+        now: datetime,
+        *,
+        tried: bool = False,
     ) -> list[tuple[Message, bool]] | None:
-        """PostgreSQL: one statement per call, or a share of a group's (``_group``).
+        """PostgreSQL: one statement per call (the first attempt possibly a group's share).
 
         ``None`` sends the caller the transactional way: the chat is not hot, or a batch
         holds an ``agui_id`` the chat stores (that path sorts out which are retries).
+        ``tried``: the first attempt was made (it wrote nothing): look for a retry first.
         """
-        for _ in range(_FAST_ATTEMPTS):
-            first = await self._append_fast(chat_id, items, now)
-            if first is not None:
-                return [
-                    (self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)
-                ]
+        for attempt in range(_FAST_ATTEMPTS):
+            if attempt or not tried:
+                first = await self._append_call(chat_id, items, now)
+                if first is not None:
+                    return self._written(chat_id, items, first, now)
             agui_id = items[0].message.agui_id
             if len(items) > 1 or agui_id is None:
                 return None
@@ -325,14 +372,6 @@ class MessagesMixin(SqlBase):
                 return [(self._message_row(stored), False)]
             # Nothing inserted and nothing stored: the stored message went away; try again.
         return None
-
-    async def _append_fast(
-        self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
-    ) -> int | None:
-        """Write one call, with concurrent callers' when group commit is on; its first seq."""
-        if self._group is None or len(items) > MAX_CALL_MESSAGES:
-            return await self._append_call(chat_id, items, now)
-        return await self._group.append(chat_id, items, now)
 
     async def _append_call(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime

@@ -247,6 +247,13 @@ class SqlDriver(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, Pre
             _require_partitions(connection, self._scale.partitions)
 
     @property
+    def writes_run_whole(self) -> frozenset[str]:  # type: ignore[override]
+        """``insert_messages`` on PostgreSQL: it runs whole itself (``_insert_any``)."""
+        if self._sa_url.get_backend_name() == "postgresql":
+            return frozenset({"insert_messages"})
+        return frozenset()
+
+    @property
     def shown_url(self) -> str:
         """The store's URL for messages: as given, with any password masked."""
         return sa.make_url(self.url).render_as_string(hide_password=True)
