@@ -30,7 +30,7 @@ from threadkeep.driver import finish
 
 from ._engine import Database
 from ._lite_rows import RowConverter
-from ._runner import Compiled
+from ._runner import Compiled, RawStatement
 
 __all__ = ["LiteOps", "run_on_thread"]
 
@@ -89,6 +89,14 @@ class LiteOps:
         """Run a write statement once per parameter set (``executemany``)."""
         raw = self._compiled.get(stmt)
         self._conn.executemany(raw.sql, [raw.args(row) for row in rows])
+
+    def compiled(self, stmt: sa.Executable) -> RawStatement:
+        """The compiled form of ``stmt``: its SQL, parameter names and bind processors."""
+        return self._compiled.get(stmt)
+
+    def execute_many_raw(self, raw: RawStatement, rows: Sequence[Sequence[Any]]) -> None:
+        """``executemany`` of positional rows already in ``raw``'s order and processed."""
+        self._conn.executemany(raw.sql, rows)
 
 
 def _whole(fn: Callable[[LiteOps], T], conn: sqlite3.Connection, ops: LiteOps, write: bool) -> T:
