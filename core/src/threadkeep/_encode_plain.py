@@ -23,10 +23,7 @@ templates and the JSON text of each value, without serializing the model at all:
   ``model_construct``, is not plain: the general path refuses it as ``encode_message``
   would), and a body that could come near ``ENVELOPE_ALLOWANCE_BYTES`` is not plain.
 
-:func:`plain_message` is the other half for mappings: a ``dict`` of only such fields,
-each of its exact type, becomes the ``Message`` validation would give, without running
-pydantic's validator. ``core/tests/test_encode_plain.py`` checks both against the
-general path.
+``core/tests/test_encode_plain.py`` checks the results against ``encode_message``.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from typing import Any, cast
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
@@ -47,7 +44,7 @@ from ._content import (
 from ._encode import _canonical, encode_message
 from ._models import Message, MessageKind, MessageStatus, Role
 
-__all__ = ["ENABLED", "encode_plain", "plain_message"]
+__all__ = ["ENABLED", "encode_plain"]
 
 _OPTIONAL_TEXT = ("agui_id", "tool_call_ref", "run_id", "request_id", "block_id", "step")
 _SLOTS: tuple[str, ...] = ("message_id", "role", "content", "status", "in_progress")
@@ -61,16 +58,10 @@ _EMPTY: dict[str, type[Any]] = {
 }
 _EXCLUDE = set(STORE_ASSIGNED_MESSAGE_FIELDS)
 _SERIALIZE = Message.__pydantic_serializer__.to_json
-_ENUMS: dict[str, dict[str, Any]] = {
-    "role": {member.value: member for member in Role},
-    "status": {member.value: member for member in MessageStatus},
-    "kind": {MessageKind.MESSAGE.value: MessageKind.MESSAGE},
-}
 _ENUM_JSON = {
-    member: to_json(member.value).decode()
-    for members in _ENUMS.values()
-    for member in members.values()
+    member: to_json(member.value).decode() for enum in (Role, MessageStatus) for member in enum
 }
+"""The JSON text of each ``role`` and ``status`` (looked up after an exact type check)."""
 _MAX_CHARS = ENVELOPE_ALLOWANCE_BYTES // 8
 """A longer body may reach the envelope check (``len(body) * 2`` bytes, UTF-8 at most 4
 bytes a character): it takes the general path."""
@@ -211,88 +202,6 @@ def encode_plain(message: Message, max_message_bytes: int) -> PreparedMessage | 
     return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
 
 
-_PLAIN_KEYS = frozenset(_SLOTS) | frozenset(_EMPTY)
-_ENUM_TYPES: dict[str, type[Any]] = {"role": Role, "status": MessageStatus, "kind": MessageKind}
-_ABSENT: Any = object()
-_FIELDS: dict[str, Any] = {
-    name: None if field.is_required() or name in _EMPTY else field.default
-    for name, field in Message.model_fields.items()
-}
-"""Every field of ``Message`` in declaration order, with its default (filled in below)."""
-
-
-def plain_message(data: dict[str, Any], chat_id: UUID) -> Message | None:
-    """The ``Message`` that validating ``data`` for ``chat_id`` gives, or ``None``.
-
-    ``data`` is plain when its keys are fields of :data:`_SLOTS` (plus empty ``parts``,
-    ``tool_calls``, ``reasonings``, ``metadata``), ``role`` among them, each value of its
-    field's exact type (an enum member or its value for an enum field, and ``kind`` only
-    ``"message"``; a ``UUID`` for ``message_id``; a non-negative ``int`` for ``tokens``).
-    The result equals what ``Message.model_validate({**data, "chat_id": chat_id,
-    "revision": 0})`` returns, fields set included; anything else is ``None`` (validate it
-    as usual: that is where its error comes from).
-
-    Args:
-        data: A caller's mapping of message fields (not modified).
-        chat_id: The chat the message is loaded into.
-
-    Returns:
-        The message, or ``None`` when ``data`` is not plain.
-    """
-    if _TEMPLATES is None or not data.keys() <= _PLAIN_KEYS:
-        return None
-    fields = dict(_FIELDS)
-    for name, kind in _EMPTY.items():
-        value: Any = data.get(name, _ABSENT)
-        if value is _ABSENT:
-            value = kind()
-        elif type(value) is not kind or value:
-            return None
-        fields[name] = value
-    for name, kind in _ENUM_TYPES.items():
-        value = data.get(name, fields[name])
-        if type(value) is str:
-            value = _ENUMS[name].get(value)
-        elif type(value) is not kind or value not in _ENUMS[name].values():
-            value = None
-        if value is None:
-            return None
-        fields[name] = value
-    if not _plain_scalars(data, fields):
-        return None
-    fields["chat_id"] = chat_id
-    message = Message.__new__(Message)
-    object.__setattr__(message, "__dict__", fields)
-    object.__setattr__(message, "__pydantic_extra__", {})
-    object.__setattr__(message, "__pydantic_fields_set__", set(data) | {"chat_id", "revision"})
-    object.__setattr__(message, "__pydantic_private__", None)
-    return message
-
-
-def _plain_scalars(data: dict[str, Any], fields: dict[str, Any]) -> bool:
-    """Copy ``data``'s scalar fields into ``fields`` if each is of its exact type."""
-    for name in _OPTIONAL_TEXT:
-        value = data.get(name)
-        if value is not None and type(value) is not str:
-            return False
-        fields[name] = value
-    content = data.get("content", "")
-    in_progress = data.get("in_progress", False)
-    tokens, v = data.get("tokens"), data.get("v", 1)
-    if type(content) is not str or type(in_progress) is not bool or type(v) is not int:
-        return False
-    if tokens is not None and (type(tokens) is not int or tokens < 0):
-        return False
-    message_id = data.get("message_id", _ABSENT)
-    if message_id is _ABSENT:
-        message_id = uuid4()
-    elif type(message_id) is not UUID:
-        return False
-    fields.update(message_id=message_id, content=content, in_progress=in_progress)
-    fields.update(tokens=tokens, v=v)
-    return True
-
-
 def _agrees() -> bool:
     """Whether the templates give ``encode_message``'s results for sample messages."""
     samples = [
@@ -318,7 +227,7 @@ def _agrees() -> bool:
 
 
 _MESSAGE = MessageKind.MESSAGE
-_KIND_JSON = _ENUM_JSON[_MESSAGE]
+_KIND_JSON = to_json(_MESSAGE.value).decode()
 _TEMPLATES = _templates()
 if _TEMPLATES is not None and not _agrees():
     _TEMPLATES = None

@@ -35,7 +35,6 @@ from uuid import UUID
 from ._boundary_rules import is_compaction
 from ._content import PreparedMessage, check_payload_size
 from ._encode_bulk import collector_paused, encode_for_load, payload_bytes
-from ._encode_plain import plain_message
 from ._errors import CapabilityNotSupported, Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
 from ._plugins import has_commit_observers, notify_messages_committed
@@ -159,18 +158,13 @@ class LoadOps(Component):
         A ``Message`` is encoded as it is, not copied: its store-assigned fields are not
         in the body or the fingerprint, and the bulk primitive takes the chat, seq and
         times from its own arguments (a fallback through ``insert_messages`` copies what it
-        needs, :func:`_fresh_items`). A plain ``dict`` becomes a ``Message`` without
-        pydantic's validator when :func:`~threadkeep._encode_plain.plain_message` can
-        build it (it is then what validation would give).
+        needs, :func:`_fresh_items`).
         """
         limit = self._ctx.records.max_message_bytes
-        plain_dicts = self._ctx.records.message_model is Message
         for item in chunk:
             kind = type(item)
             if kind is Message and kind.__pydantic_complete__:
                 message = item
-            elif kind is dict and plain_dicts:
-                message = plain_message(item, chat_id) or self._coerce_loaded(item, chat_id)
             elif isinstance(item, PreparedMessage):
                 prepared.append(self._adopt_prepared(item))
                 continue
