@@ -14,7 +14,10 @@ repetition (median of the per-repetition ratios) and the client's CPU seconds:
 - load: ``Store.load_messages`` of N messages (default 1,000,000) into one chat, against raw
   asyncpg ``copy_records_to_table`` of the same rows (bodies and fingerprints encoded before
   the clock starts: the floor) on PostgreSQL, and against raw ``sqlite3`` ``executemany`` on
-  SQLite; then the re-run of the same load (everything present: writes nothing);
+  SQLite; once per input shape of ``--inputs`` (``message``: a generator of ``Message``s,
+  ``dict``: a generator of plain dicts), each into its own chat; then the re-run of the
+  same load (everything present: writes nothing). Each client's CPU is printed per
+  message too (``time.process_time``, microseconds);
 - import: ``threadkeep import`` (the importer function, as the CLI calls it) of an
   OpenAI-format JSON Lines file and of an AG-UI event file, first import and re-import,
   against the raw bulk insert of the same number of message rows.
@@ -70,6 +73,17 @@ def history(count: int, prefix: str = "m") -> Iterator[Message]:
     for n in range(count):
         role = "assistant" if n % 2 else "user"
         yield Message(role=role, agui_id=f"{prefix}{n}", content=f"message number {n} " * 4)
+
+
+def history_dicts(count: int, prefix: str = "m") -> Iterator[dict[str, Any]]:
+    """:func:`history` as plain dicts (the same fields; ``load_messages`` builds the models)."""
+    for n in range(count):
+        role = "assistant" if n % 2 else "user"
+        yield {"role": role, "agui_id": f"{prefix}{n}", "content": f"message number {n} " * 4}
+
+
+INPUTS: dict[str, Callable[[int], Iterator[Any]]] = {"message": history, "dict": history_dicts}
+"""The input shapes a load can be given (``--inputs``)."""
 
 
 def raw_rows(chat_id: uuid.UUID, count: int) -> list[tuple[Any, ...]]:
@@ -132,7 +146,10 @@ class Line:
             shown = f"{ratio:6.2f}x {base}" if ratio is not None else ""
             spread = ", ".join(f"{s:.2f}" for s in samples)
             cpu = self.cpu.get(client)
-            used = f"  client CPU {statistics.median(cpu):.2f} s" if cpu else ""
+            used = ""
+            if cpu:
+                per = statistics.median(cpu) / self.messages * 1e6
+                used = f"  client CPU {statistics.median(cpu):.2f} s ({per:.1f} us/msg)"
             print(
                 f"    {client:<22} {median:9.2f} s {rate:12,.0f} msg/s  {shown}  [{spread}]{used}",
                 flush=True,
@@ -204,7 +221,9 @@ def _schema(url: str) -> str:
     return str(make_url(url).query["schema"])
 
 
-async def line_load(count: int, reps: int, batch: int, sqlite: bool, rerun: bool) -> list[Line]:
+async def line_load(
+    count: int, reps: int, batch: int, sqlite: bool, rerun: bool, inputs: list[str]
+) -> list[Line]:
     base = bench_url()
     pg, pg_again = Line("PostgreSQL load", count), Line("PostgreSQL re-run", count)
     lite, lite_again = Line("SQLite load", count), Line("SQLite re-run", count)
@@ -213,28 +232,32 @@ async def line_load(count: int, reps: int, batch: int, sqlite: bool, rerun: bool
         url = await create_schema(base, prefix="tk_bulk")
         try:
             async with open_store(url) as store:  # migrates the schema
-                chat = await store.create_chat("bench", "load")
                 steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-                    ("raw COPY", functools.partial(pg_raw_copy, url, rows, batch)),
-                    ("load_messages", functools.partial(_load, store, chat.chat_id, count)),
+                    ("raw COPY", functools.partial(pg_raw_copy, url, rows, batch))
                 ]
+                chats = {}
+                for shape in inputs:
+                    chats[shape] = (await store.create_chat("bench", f"load {shape}")).chat_id
+                    load = functools.partial(_load, store, chats[shape], count, shape)
+                    steps.append((f"load_messages ({shape})", load))
                 await _run_steps(pg, steps, rep, "PostgreSQL")
                 del steps
-                pg_again.add(
-                    "load_messages",
-                    *await timed_cpu(functools.partial(_load, store, chat.chat_id, count)),
-                )
+                if rerun:
+                    for shape, chat_id in chats.items():
+                        load = functools.partial(_load, store, chat_id, count, shape)
+                        pg_again.add(f"load_messages ({shape})", *await timed_cpu(load))
         finally:
             await drop_schema(url)
         if sqlite:
-            await _sqlite_load(lite, lite_again, count, rep, batch)
+            await _sqlite_load(lite, lite_again, count, rep, batch, inputs)
     del rows
     lines = [pg, pg_again] if rerun else [pg]
     return lines + ([lite, lite_again] if sqlite else [])
 
 
-async def _load(store: Store, chat_id: uuid.UUID, count: int) -> None:
-    await store.load_messages(chat_id, history(count))
+async def _load(store: Store, chat_id: uuid.UUID, count: int, shape: str = "message") -> None:
+    report = await store.load_messages(chat_id, INPUTS[shape](count))
+    assert report.messages == count, report
 
 
 async def _run_steps(
@@ -251,23 +274,25 @@ async def _run_steps(
         )
 
 
-async def _sqlite_load(lite: Line, again: Line, count: int, rep: int, batch: int) -> None:
+async def _sqlite_load(
+    lite: Line, again: Line, count: int, rep: int, batch: int, inputs: list[str]
+) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "bench.db")
         async with open_store(f"sqlite+aiosqlite:///{path}") as store:
-            chat = await store.create_chat("bench", "load")
             raw_chat = await store.create_chat("bench", "raw")
             rows = raw_rows(raw_chat.chat_id, count)
             raw = functools.partial(asyncio.to_thread, sqlite_raw_insert, path, rows, batch)
-            steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-                ("raw executemany", raw),
-                ("load_messages", functools.partial(_load, store, chat.chat_id, count)),
-            ]
+            steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [("raw executemany", raw)]
+            chats = {}
+            for shape in inputs:
+                chats[shape] = (await store.create_chat("bench", f"load {shape}")).chat_id
+                load = functools.partial(_load, store, chats[shape], count, shape)
+                steps.append((f"load_messages ({shape})", load))
             await _run_steps(lite, steps, rep, "SQLite")
-            again.add(
-                "load_messages",
-                *await timed_cpu(functools.partial(_load, store, chat.chat_id, count)),
-            )
+            for shape, chat_id in chats.items():
+                load = functools.partial(_load, store, chat_id, count, shape)
+                again.add(f"load_messages ({shape})", *await timed_cpu(load))
 
 
 # -- import ---------------------------------------------------------------------------------
@@ -381,6 +406,11 @@ async def main() -> None:
     parser.add_argument("--no-sqlite", action="store_true")
     parser.add_argument("--no-rerun", action="store_true", help="load: skip the PostgreSQL re-run")
     parser.add_argument("--only", choices=["load", "import"], action="append")
+    parser.add_argument(
+        "--inputs",
+        default="message,dict",
+        help="load: comma-separated input shapes (message, dict)",
+    )
     parser.add_argument("--chats", type=int, default=200, help="import: records in the file")
     parser.add_argument("--per-chat", type=int, default=100, help="import: messages per record")
     args = parser.parse_args()
@@ -390,8 +420,12 @@ async def main() -> None:
     if "import" in only:
         lines += await line_import(args.reps, not args.no_sqlite, args.chats, args.per_chat)
     if "load" in only:
+        inputs = [shape for shape in args.inputs.split(",") if shape]
+        unknown = set(inputs) - set(INPUTS)
+        if unknown:
+            parser.error(f"unknown --inputs {sorted(unknown)}; known: {sorted(INPUTS)}")
         lines += await line_load(
-            args.messages, args.reps, args.batch, not args.no_sqlite, not args.no_rerun
+            args.messages, args.reps, args.batch, not args.no_sqlite, not args.no_rerun, inputs
         )
     print(f"\nresults (median of {args.reps}; end: {load()})")
     for line in lines:

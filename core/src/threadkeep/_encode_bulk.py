@@ -49,6 +49,7 @@ from ._content import (
     message_fingerprint,
 )
 from ._encode import _canonical, _HasFloat, encode_message
+from ._encode_plain import encode_plain
 from ._models import (
     ActionPart,
     Boundary,
@@ -89,7 +90,14 @@ def encode_for_load(message: Message, max_message_bytes: int) -> PreparedMessage
         InvalidContent / PayloadTooLarge: Exactly as ``encode_message`` raises them (it
             is the one that raises: a message with a problem is handed to it).
     """
-    if type(message) is not Message or not _free_values_clean(message):
+    if type(message) is not Message:
+        return encode_message(message, max_message_bytes)
+    return encode_plain(message, max_message_bytes) or _encode_typed(message, max_message_bytes)
+
+
+def _encode_typed(message: Message, max_message_bytes: int) -> PreparedMessage:
+    """:func:`encode_for_load` of a message of the base class that is not plain."""
+    if not _free_values_clean(message):
         return encode_message(message, max_message_bytes)
     if payload_bytes(message) > max_message_bytes:
         check_payload_size(message, max_message_bytes)  # raises, naming the sizes

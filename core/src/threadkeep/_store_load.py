@@ -153,17 +153,27 @@ class LoadOps(Component):
         prepare: Callable[[Message], PreparedMessage] | None,
         prepared: list[PreparedMessage],
     ) -> None:
-        """Check and encode ``chunk`` onto ``prepared`` (synchronous: no other task runs)."""
+        """Check and encode ``chunk`` onto ``prepared`` (synchronous: no other task runs).
+
+        A ``Message`` is encoded as it is, not copied: its store-assigned fields are not
+        in the body or the fingerprint, and the bulk primitive takes the chat, seq and
+        times from its own arguments (a fallback through ``insert_messages`` copies what it
+        needs, :func:`_fresh_items`).
+        """
         limit = self._ctx.records.max_message_bytes
         for item in chunk:
-            if isinstance(item, PreparedMessage):
-                prepared.append(self._adopt_prepared(item, chat_id))
+            kind = type(item)
+            if kind is Message and kind.__pydantic_complete__:
+                message = item
+            elif isinstance(item, PreparedMessage):
+                prepared.append(self._adopt_prepared(item))
                 continue
-            message = self._coerce_loaded(item, chat_id)
+            else:
+                message = self._coerce_loaded(item, chat_id)
             prepared.append(encode_for_load(message, limit))
 
-    def _adopt_prepared(self, item: PreparedMessage, chat_id: UUID) -> PreparedMessage:
-        """A caller's prepared message, for ``chat_id`` (its body holds no store field).
+    def _adopt_prepared(self, item: PreparedMessage) -> PreparedMessage:
+        """A caller's prepared message, as it is (its body holds no store field).
 
         Raises:
             InvalidArgument: If its fields are not a message, a text and a fingerprint.
@@ -177,19 +187,17 @@ class LoadOps(Component):
             check_payload_size(
                 message, self._ctx.records.max_message_bytes
             )  # raises, naming the sizes
-        if not _is_fresh(message, chat_id):
-            message = _for_chat(message, chat_id)
-        return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
+        return item
 
     def _coerce_loaded(self, message: Any, chat_id: UUID) -> Message:
         """``_coerce_message`` without validating a ``Message`` instance a second time.
 
         A model instance was validated when it was built (its validators ran then), so it
-        is copied with the store-assigned fields reset, as ``_coerce_message`` sets them;
-        mappings are validated. The content checks all run in ``prepare`` either way.
+        is taken as it is; mappings are validated. The content checks all run in
+        ``encode_for_load`` either way.
         """
         if isinstance(message, Message) and type(message).__pydantic_complete__:
-            return _for_chat(message, chat_id)
+            return message
         return self._ctx.messages._coerce_message(message, chat_id)
 
     async def _load_batch(
@@ -229,7 +237,7 @@ class LoadOps(Component):
             return await self._driver.load_messages(chat_id, unique, now)
         except CapabilityNotSupported:
             pass
-        results = await self._driver.insert_messages(chat_id, unique, now)
+        results = await self._driver.insert_messages(chat_id, _fresh_items(unique, chat_id), now)
         if results is None:
             return None
         for item, (stored, created) in zip(unique, results, strict=True):
@@ -255,6 +263,22 @@ def _count(
             report.present += 1
             report.tool_calls_present += calls
         counted.add(index)
+
+
+def _fresh_items(items: Sequence[PreparedMessage], chat_id: UUID) -> list[PreparedMessage]:
+    """``items`` with each message's store-assigned fields as an append sets them.
+
+    ``insert_messages`` takes messages as ``append_messages`` hands them over (coerced for
+    the chat); the bulk path left the caller's messages as they were.
+    """
+    return [
+        item
+        if _is_fresh(item.message, chat_id)
+        else PreparedMessage(
+            message=_for_chat(item.message, chat_id), body=item.body, fingerprint=item.fingerprint
+        )
+        for item in items
+    ]
 
 
 def _fresh(chat_id: UUID) -> dict[str, Any]:
@@ -303,6 +327,7 @@ def _as_stored(item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) ->
     """The stored form of a message the bulk path wrote (for commit observers)."""
     message = item.message
     update = {"chat_id": chat_id, "seq": seq, "revision": 0, "updated_at": now}
+    update["deleted_at"] = None
     update["created_at"] = message.created_at or now
     return message.model_copy(update=update)
 

@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from threadkeep.driver import finish
 
 from ._lite_rows import RowConverter
-from ._runner import Compiled, Runner
+from ._runner import Compiled, RawStatement, Runner
 
 if TYPE_CHECKING:
     from ._engine import Database
@@ -96,6 +96,14 @@ class LiteOps:
         """Run a write statement once per parameter set (``executemany``)."""
         raw = self._compiled.get(stmt)
         self._conn.executemany(raw.sql, [raw.args(row) for row in rows])
+
+    def compiled(self, stmt: sa.Executable) -> RawStatement:
+        """The compiled form of ``stmt``: its SQL, parameter names and bind processors."""
+        return self._compiled.get(stmt)
+
+    def execute_many_raw(self, raw: RawStatement, rows: Sequence[Sequence[Any]]) -> None:
+        """``executemany`` of positional rows already in ``raw``'s order and processed."""
+        self._conn.executemany(raw.sql, rows)
 
 
 _NO_PARAMS: Params = {}

@@ -40,6 +40,7 @@ from threadkeep.driver import resolve_batch
 from ._base import message_values, ref_values
 from ._lite import LiteOps, run_on_thread
 from ._messages import _BUMP_CHAT, _LOCK_HOT_CHAT, _TOP_SEQ, MessagesMixin, repaired_next_seq
+from ._runner import RawStatement
 from ._schema import escape_key, message_refs, messages, unescape_key
 
 __all__ = ["LoadMixin"]
@@ -50,9 +51,17 @@ SELECT next_seq FROM chats
    FOR UPDATE
 """
 _PRESENT = """
-SELECT agui_id, fingerprint, seq FROM messages
- WHERE chat_id = $1 AND agui_id = ANY($2::text[])
+SELECT m.agui_id, m.fingerprint, m.seq
+  FROM unnest($2::text[]) AS wanted(agui_id),
+       LATERAL (SELECT agui_id, fingerprint, seq FROM messages
+                 WHERE chat_id = $1 AND agui_id = wanted.agui_id LIMIT 1) AS m
 """
+"""The batch's stored ``agui_id``s: one probe of ``ux_messages_agui`` per id.
+
+Written as a lateral lookup so that the plan cannot depend on the table's statistics:
+``agui_id = ANY($2)`` was planned, right after a bulk load (statistics not yet updated),
+as a scan of every row of the chat filtered by the array, so each batch read the whole
+chat: a million-message load read the chat 200 times (162 ms a batch at 100,000 rows)."""
 _TOP = "SELECT max(seq) FROM messages WHERE chat_id = $1"  # repairs a counter behind a row
 _BUMP = """
 UPDATE chats SET next_seq = $2, revision = revision + 1, last_message_at = $3, updated_at = $3
@@ -172,19 +181,83 @@ def _load_on_thread(
         for agui_id, fingerprint, seq in ops.all(_PRESENT_LITE, params):
             present[agui_id] = (fingerprint, seq)
     seqs = _plan(chat_id, items, present, next_seq)
-    rows: list[dict[str, Any]] = []
+    insert = ops.compiled(_INSERT_MESSAGES)
+    rows = _lite_rows(insert, chat_id, items, seqs, now)
+    if rows is None:  # the table's columns are not the ones known here: the generic path
+        rows = [
+            tuple(insert.args(message_values(item, chat_id, seq, now)))
+            for item, seq in zip(items, seqs, strict=True)
+            if seq is not None
+        ]
     refs: list[dict[str, Any]] = []
     for item, seq in zip(items, seqs, strict=True):
-        if seq is not None:
-            rows.append(message_values(item, chat_id, seq, now))
+        if seq is not None and (item.message.tool_calls or item.message.reasonings):
             refs += ref_values(item.message, chat_id, seq)
     if rows:
-        ops.execute_many(_INSERT_MESSAGES, rows)
+        ops.execute_many_raw(insert, rows)
         if refs:
             ops.execute_many(_INSERT_REFS, refs)
         bump = {"b_chat_id": chat_id, "b_next_seq": next_seq + len(rows), "now": now}
         ops.execute_many(_BUMP_CHAT, [bump])
     return seqs
+
+
+_LITE_COLUMNS = (*_MESSAGE_COLUMNS[:12], "deleted_at", *_MESSAGE_COLUMNS[12:])
+"""The columns of SQLite's compiled ``INSERT INTO messages``, in its parameter order."""
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _lite_rows(
+    raw: RawStatement,
+    chat_id: UUID,
+    items: Sequence[PreparedMessage],
+    seqs: Sequence[int | None],
+    now: datetime,
+) -> list[tuple[Any, ...]] | None:
+    """The new messages' rows as ``raw``'s positional parameters, processed as it would.
+
+    :meth:`RawStatement.args` of :func:`message_values`, with the bind processors of
+    the values every row shares (the chat, the time, revision 0) run once per batch
+    instead of once per row. ``None`` if ``raw`` has other parameters than these columns.
+    """
+    if raw.names != _LITE_COLUMNS:
+        return None
+    process = {name: bind or _identity for name, bind in zip(raw.names, raw.binds, strict=True)}
+    chat, stamp = process["chat_id"](chat_id), process["updated_at"](now)
+    revision, deleted = process["revision"](0), process["deleted_at"](None)
+    as_uuid, as_key, as_when = process["message_id"], process["agui_id"], process["created_at"]
+    if any(process[name] is not as_key for name in ("run_id", "request_id", "block_id")):
+        return None
+    rows: list[tuple[Any, ...]] = []
+    for item, seq in zip(items, seqs, strict=True):
+        if seq is None:
+            continue
+        fields = item.message.__dict__
+        agui_id, run_id, created = fields["agui_id"], fields["run_id"], fields["created_at"]
+        request_id, block_id = fields["request_id"], fields["block_id"]
+        rows.append(
+            (
+                chat,
+                seq,
+                as_uuid(fields["message_id"]),
+                None if agui_id is None else as_key(agui_id),
+                fields["role"]._value_,
+                fields["kind"]._value_,
+                None if run_id is None else as_key(run_id),
+                None if request_id is None else as_key(request_id),
+                None if block_id is None else as_key(block_id),
+                revision,
+                stamp if created is None else as_when(created),
+                stamp,
+                deleted,
+                item.fingerprint,
+                item.body,
+            )
+        )
+    return rows
 
 
 def _records(
