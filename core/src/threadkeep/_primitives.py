@@ -376,11 +376,17 @@ class Primitives:
             if item.messages and await self.insert_messages(chat_id, item.messages, now) is None:
                 raise Conflict(f"chat {chat_id} changed state during the load; try again")
             for run in item.runs:
-                await self.insert_run(run)
+                await self._insert_run_at(run)
             if item.steps:
                 await self.save_steps(item.steps, now)
             written.append(True)
         return written
+
+    async def _insert_run_at(self, run: Run) -> None:
+        """Insert a run with its ``revision`` (a driver may insert every run at 0)."""
+        stored: Run | None = await self.insert_run(run)
+        while stored is not None and stored.revision < run.revision:
+            stored = await self.replace_run(run, stored.revision)
 
     async def delete_archived_rows(
         self, chat_id: UUID, expected_revision: int
