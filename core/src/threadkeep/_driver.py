@@ -304,8 +304,8 @@ class LoadedChat:
         messages: Its messages, checked and encoded, in order, no two sharing an
             ``agui_id``; they get seqs 1, 2, ... as ``insert_messages`` would give them.
         runs: Its run records, stored as given (``revision`` included).
-        steps: Its steps, upserted as ``save_steps`` does (seqs from 1), no two sharing a
-            ``step_id``.
+        steps: Its steps, new, saved as ``save_steps`` saves them (its seqs), no two
+            sharing a ``step_id``.
     """
 
     chat: Chat
