@@ -29,10 +29,12 @@ from uuid import UUID, uuid4
 
 from .._boundary_rules import is_compaction
 from .._content import PreparedMessage, check_content, validate_model
+from .._encode_bulk import encode_for_load
 from .._errors import ThreadkeepError
 from .._models import Chat, Message, Reasoning, ToolCall
 from .._records import record_body
 from .._runs import Run, RunStatus, Step
+from .._store_load import _for_chat as for_chat
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -224,8 +226,9 @@ class RecordingStore:
         for message in messages:
             if not isinstance(message, Message) or is_compaction(message):
                 raise Unsupported("a compaction boundary or a message of another kind")
-            try:
-                prepared.append(self._store.prepare(_for_chat(message, self._chat.chat_id)))
+            try:  # what Store.prepare gives, with less work (the bulk load's encoder)
+                fresh = for_chat(message, self._chat.chat_id)
+                prepared.append(encode_for_load(fresh, self._store.max_message_bytes))
             except ThreadkeepError as exc:
                 raise Unsupported(f"the store would refuse a message: {exc}") from exc
         return prepared
@@ -233,16 +236,6 @@ class RecordingStore:
 
 def _key(chat: Chat) -> tuple[str, str, str | None]:
     return chat.user_id, chat.thread_id, chat.tenant_id
-
-
-def _for_chat(message: Message, chat_id: UUID) -> Message:
-    """The message as an append coerces it to the chat (``MessageOps._coerce_message``)."""
-    data = message.model_dump(serialize_as_any=True)
-    data["chat_id"] = chat_id
-    for name in ("seq", "updated_at", "deleted_at"):
-        data.pop(name, None)
-    data["revision"] = 0
-    return validate_model(type(message), data)
 
 
 def _unique(
