@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import threadkeep._importers._bulk as bulk_step
 import threadkeep._importers._write as write_step
 
 GOOD = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
@@ -48,6 +49,34 @@ def test_content_the_store_would_refuse_writes_nothing(cli, tmp_path, sqlite_url
 
 def test_ctrl_c_says_what_was_committed(cli, transcripts, sqlite_url, monkeypatch):
     path = transcripts.write("five.json", [GOOD] * 5)
+    monkeypatch.setattr(bulk_step, "WRITE_CHATS", 1)  # a batch per record
+    real = bulk_step.ChatBatch.flush
+    calls = 0
+
+    async def interrupted_on_the_third(self: Any) -> Any:
+        nonlocal calls
+        if self.pending:
+            calls += 1
+        if calls == 3:
+            raise KeyboardInterrupt
+        return await real(self)
+
+    monkeypatch.setattr(bulk_step.ChatBatch, "flush", interrupted_on_the_third)
+    result = cli("import", str(path), "--format", "openai", "--url", sqlite_url)
+    assert result.exit_code == 130
+    line = cli.one_line_error(result, "interrupted: 2 of 5 records of five.json are imported")
+    assert "run the same command again" in line
+    assert stats(cli, sqlite_url)["chats"] == 2
+    monkeypatch.setattr(bulk_step.ChatBatch, "flush", real)
+    assert cli("import", str(path), "--format", "openai", "--url", sqlite_url).exit_code == 0
+    assert stats(cli, sqlite_url)["chats"] == 5  # the re-run finished the import
+
+
+def test_ctrl_c_on_the_one_record_path_says_what_was_committed(
+    cli, transcripts, sqlite_url, monkeypatch
+):
+    # Records with more messages than a batch (here: any) take the one-record path.
+    path = transcripts.write("five.json", [GOOD] * 5)
     real = write_step.store_conversation
     calls = 0
 
@@ -58,15 +87,15 @@ def test_ctrl_c_says_what_was_committed(cli, transcripts, sqlite_url, monkeypatc
             raise KeyboardInterrupt
         return await real(*args, **kwargs)
 
+    monkeypatch.setattr(write_step, "WRITE_MESSAGES", 0)  # every record on its own
     monkeypatch.setattr(write_step, "store_conversation", interrupted_on_the_third)
     result = cli("import", str(path), "--format", "openai", "--url", sqlite_url)
     assert result.exit_code == 130
-    line = cli.one_line_error(result, "interrupted: 2 of 5 records of five.json are imported")
-    assert "run the same command again" in line
+    cli.one_line_error(result, "interrupted: 2 of 5 records of five.json are imported")
     assert stats(cli, sqlite_url)["chats"] == 2
     monkeypatch.setattr(write_step, "store_conversation", real)
     assert cli("import", str(path), "--format", "openai", "--url", sqlite_url).exit_code == 0
-    assert stats(cli, sqlite_url)["chats"] == 5  # the re-run finished the import
+    assert stats(cli, sqlite_url)["chats"] == 5
 
 
 # -- AG-UI ------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from ._arguments import ArgumentTests
 from ._boundaries import BoundaryTests
 from ._bulk import BulkLoadTests
 from ._capabilities import CapabilityTests
+from ._chat_load import ChatLoadTests
 from ._content import ContentTests
 from ._corrupt_rows import CorruptRowTests
 from ._damaged_records import DamagedRecordTests
@@ -30,6 +31,7 @@ class StoreContract(
     OrderingTests,
     IdempotencyTests,
     BulkLoadTests,
+    ChatLoadTests,
     ConcurrentWriterTests,
     ContentTests,
     PageTests,

@@ -93,6 +93,7 @@ from ._store import Store
 from ._store_chats import ErasureReceipt
 from ._store_context import trim_orphan_tool_results
 from ._store_core import as_utc
+from ._store_chat_load import ChatLoad, ChatLoadResult
 from ._store_load import LoadReport
 
 # One source for the version: the distribution's metadata, written from core/pyproject.toml.
@@ -117,6 +118,8 @@ __all__ = [
     "CapabilityNotSupported",
     "Chat",
     "ChatFilter",
+    "ChatLoad",
+    "ChatLoadResult",
     "ChatNotFound",
     "ChatPreview",
     "ChatStatus",

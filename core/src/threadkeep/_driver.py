@@ -48,11 +48,14 @@ __all__ = [
     "ArchivedRowsDriver",
     "ArchivedStepsDriver",
     "BulkLoadDriver",
+    "ChatsByThreadDriver",
     "CommitRunDriver",
     "Driver",
     "DriverSetup",
     "LastBoundaryDriver",
     "LastMessagesDriver",
+    "LoadChatsDriver",
+    "LoadedChat",
     "MessagesAfterDriver",
     "MigratingDriver",
     "NestedByAguiIdDriver",
@@ -292,6 +295,58 @@ class BulkLoadDriver(Protocol):
         """
 
 
+@dataclass(frozen=True)
+class LoadedChat:
+    """One new chat with its records, as ``Store.load_chats`` hands it to the driver.
+
+    Attributes:
+        chat: The chat to insert (``seq`` unset, ``revision`` 0), its metadata final.
+        messages: Its messages, checked and encoded, in order, no two sharing an
+            ``agui_id``; they get seqs 1, 2, ... as ``insert_messages`` would give them.
+        runs: Its run records, stored as given (``revision`` included).
+        steps: Its steps, new, saved as ``save_steps`` saves them (its seqs), no two
+            sharing a ``step_id``.
+    """
+
+    chat: Chat
+    messages: Sequence[PreparedMessage] = ()
+    runs: Sequence[Run] = ()
+    steps: Sequence[Step] = ()
+
+
+@runtime_checkable
+class ChatsByThreadDriver(Protocol):
+    """Many ``find_live_chat`` lookups of one user in one read (``Store.find_chats``)."""
+
+    async def find_live_chats(
+        self, user_id: str, thread_ids: Sequence[str], tenant_id: str | None
+    ) -> dict[str, Chat]:
+        """Return the live chat of each of ``thread_ids`` that has one, by thread id.
+
+        What ``find_live_chat(user_id, thread_id, tenant_id)`` returns for each id, in one
+        read; ids without a live chat are left out. At most 1,000 ids per call. Without it
+        core calls ``find_live_chat`` once per id.
+        """
+
+
+@runtime_checkable
+class LoadChatsDriver(Protocol):
+    """New chats with all their records in one atomic step (``Store.load_chats``)."""
+
+    async def load_chats(self, chats: Sequence[LoadedChat], now: datetime) -> list[bool]:
+        """Insert new chats, each with its messages, runs and steps, as one batch.
+
+        For each chat whose ``(user_id, thread_id, tenant_id)`` no live chat holds, the
+        chat and all its records are written (``insert_chat``, ``insert_messages`` at
+        ``now``, the runs, ``save_steps``: every one of its counters and timestamps as
+        those leave them); a chat whose key a live chat holds is skipped whole, nothing of
+        it written. Returns ``True`` for each chat written, ``False`` for each skipped, in
+        order. All of it is one atomic step: on failure nothing of the batch is written.
+        Without it core writes each chat in turn with those primitives (the same result
+        without concurrent writers, but not atomic).
+        """
+
+
 @runtime_checkable
 class CommitRunDriver(Protocol):
     """A run record with its messages and steps in one atomic step (two writes per run)."""
@@ -504,6 +559,8 @@ OPTIONAL_PROTOCOLS: tuple[type, ...] = (
     BulkLoadDriver,
     CommitRunDriver,
     RunContextDriver,
+    ChatsByThreadDriver,
+    LoadChatsDriver,
     StepsDriver,
     RunsDriver,
     ArchiveDriver,
@@ -546,6 +603,7 @@ STORE_WRITE_PRIMITIVES = (
     "insert_run",
     "replace_run",
     "commit_run",
+    "load_chats",
 )
 """The primitives that write records; each call is one store write (one atomic step).
 

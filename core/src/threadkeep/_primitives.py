@@ -24,12 +24,13 @@ from ._driver import (
     WRITE_PRIMITIVES,
     ArchivedStepsDriver,
     Driver,
+    LoadedChat,
     MigratingDriver,
     NestedKind,
     UserErasureDriver,
     protocol_members,
 )
-from ._errors import CapabilityNotSupported
+from ._errors import CapabilityNotSupported, Conflict
 from ._models import Chat, ChatStatus, Message, MessageKind
 from ._paging import ChatFilter, MessageFilter
 from ._runs import Run, Step
@@ -345,6 +346,49 @@ class Primitives:
             if found is not None:
                 held[agui_id] = found
         return boundary, batch, bool(batch), held
+
+    async def find_live_chats(
+        self, user_id: str, thread_ids: Sequence[str], tenant_id: str | None
+    ) -> dict[str, Chat]:
+        """Derived ``ChatsByThreadDriver.find_live_chats``: ``find_live_chat`` per id."""
+        found: dict[str, Chat] = {}
+        for thread_id in dict.fromkeys(thread_ids):
+            chat = await self.find_live_chat(user_id, thread_id, tenant_id)
+            if chat is not None:
+                found[thread_id] = chat
+        return found
+
+    async def load_chats(self, chats: Sequence[LoadedChat], now: datetime) -> list[bool]:
+        """Derived ``LoadChatsDriver.load_chats``: each chat in turn (not atomic).
+
+        ``insert_chat`` (a chat another holds the key of is skipped), then
+        ``insert_messages``, ``insert_run`` per run and ``save_steps``.
+
+        Raises:
+            Conflict: If a chat inserted here was deleted or archived before its records
+                were written.
+        """
+        written: list[bool] = []
+        for item in chats:
+            stored = await self.insert_chat(item.chat)
+            if stored.chat_id != item.chat.chat_id:
+                written.append(False)
+                continue
+            chat_id = stored.chat_id
+            if item.messages and await self.insert_messages(chat_id, item.messages, now) is None:
+                raise Conflict(f"chat {chat_id} changed state during the load; try again")
+            for run in item.runs:
+                await self._insert_run_at(run)
+            if item.steps:
+                await self.save_steps(item.steps, now)
+            written.append(True)
+        return written
+
+    async def _insert_run_at(self, run: Run) -> None:
+        """Insert a run with its ``revision`` (a driver may insert every run at 0)."""
+        stored: Run | None = await self.insert_run(run)
+        while stored is not None and stored.revision < run.revision:
+            stored = await self.replace_run(run, stored.revision)
 
     async def delete_archived_rows(
         self, chat_id: UUID, expected_revision: int

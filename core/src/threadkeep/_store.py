@@ -19,6 +19,7 @@ from ._previews import DEFAULT_PREVIEW_CHARS, ChatPreview, PreviewOps
 from ._primitives import Primitives
 from ._runs import Run, RunStatus, Step
 from ._schema_migrations import SchemaMigrations
+from ._store_chat_load import ChatLoad, ChatLoadOps, ChatLoadResult
 from ._store_chats import ChatOps, ErasureReceipt
 from ._store_context import ContextOps
 from ._store_copy import CopyOps
@@ -120,6 +121,7 @@ class Store:
         self._previews = ctx.previews = PreviewOps(ctx)
         self._load = ctx.load = LoadOps(ctx)
         self._copy = ctx.copy = CopyOps(ctx)
+        self._chat_load = ChatLoadOps(ctx)
         # Each public method below delegates to its component; binding the component's
         # method on the instance once saves that extra call on every call (the class
         # methods stay what documentation, introspection and threadkeep.sync read).
@@ -1526,6 +1528,66 @@ class Store:
         """
         return await self._load.load_messages(chat_id, messages, batch_size=batch_size)
 
+    async def find_chats(
+        self, user_id: str, thread_ids: Sequence[str], *, tenant_id: str | None = None
+    ) -> dict[str, Chat]:
+        """Return the live chats of many thread ids of one user, in as few reads as it can.
+
+        What :meth:`find_chat` returns for each id, looked up 1,000 ids per read on a
+        driver with the ``find_live_chats`` primitive (SQL: one indexed ``IN`` read), one
+        read per id otherwise. An importer finds the chats a file's records were imported
+        into before with it.
+
+        Args:
+            user_id: The owner.
+            thread_ids: The thread ids (repeats are looked up once).
+            tenant_id: The tenant (part of a chat's key), or ``None``.
+
+        Returns:
+            ``{thread_id: chat}`` for each id that has a live chat; ids without one are
+            left out.
+
+        Raises:
+            InvalidArgument: If an id is not a clean, non-empty ``str``, or ``thread_ids``
+                is not a list of them.
+            BackendUnavailable: If the backend fails.
+        """
+        return await self._chat_load.find_chats(user_id, thread_ids, tenant_id=tenant_id)
+
+    async def load_chats(self, chats: Sequence[ChatLoad]) -> list[ChatLoadResult]:
+        """Write many new chats, each with its messages, runs and steps, in one batch.
+
+        The bulk path of importers: where ``create_chat`` + ``load_messages`` +
+        ``end_run`` cost several round trips per chat, the whole batch goes through the
+        driver's ``load_chats`` primitive (one transaction on SQL: multi-row inserts, and
+        ``COPY`` for the messages on PostgreSQL); a driver without it gets the same writes
+        chat by chat. Every record is checked first, exactly as those calls check it (the
+        chat as ``create_chat``, messages as ``load_messages``, runs and steps as
+        ``end_run``/``save_steps``), so a bad item writes nothing of the batch. A chat
+        whose key a live chat holds already is skipped whole (``created=False``); its
+        records are for the caller's ordinary path. A chat's ``proof`` entries reach its
+        metadata only together with all of its records (see :class:`ChatLoad`).
+
+        Args:
+            chats: :class:`ChatLoad` items, keys distinct. Keep a batch to what one
+                transaction should hold (importers send about 5,000 messages per call).
+
+        Returns:
+            One :class:`ChatLoadResult` per item, in order.
+
+        Raises:
+            InvalidArgument / InvalidContent / PayloadTooLarge: If an item or a record in
+                it is malformed (the message names it), two items share a key, or a run or
+                step names another chat; nothing is written.
+            IdempotencyConflict: If an item repeats an ``agui_id`` with another payload;
+                nothing is written.
+            CapabilityNotSupported: If an item has runs or steps and the store lacks the
+                ``steps`` capability.
+            BackendUnavailable: If the backend fails; nothing of the batch is written on
+                a driver with the primitive.
+        """
+        return await self._chat_load.load_chats(chats)
+
     # -- copies between stores --------------------------------------------------------------
 
     async def scan_messages(
@@ -1704,6 +1766,8 @@ _DELEGATED: tuple[tuple[str, str], ...] = (
     ("run_context", "_run_batch"),
     ("list_chat_previews", "_previews"),
     ("load_messages", "_load"),
+    ("find_chats", "_chat_load"),
+    ("load_chats", "_chat_load"),
     ("scan_messages", "_copy"),
     ("scan_steps", "_copy"),
     ("copy_chat", "_copy"),

@@ -20,6 +20,7 @@ from ._codec import Document
 from ._commit import MongoCommitRunMixin
 from ._config import check_prefix, check_url, database_name
 from ._errors import is_duplicate_key, map_errors
+from ._load import MongoLoadMixin
 from ._messages import MongoMessagesMixin
 from ._schema import SCHEMA_VERSION, collection_names, indexes
 from ._upgrade import upgrade_schema
@@ -40,6 +41,7 @@ _STANDALONE_NOTE = (
 
 
 class MongoDriver(
+    MongoLoadMixin,
     MongoCommitRunMixin,
     MongoArchiveMixin,
     MongoMessagesMixin,

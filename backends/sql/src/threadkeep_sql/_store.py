@@ -42,6 +42,7 @@ from ._errors import _chain
 from ._group import GroupCommitter
 from ._lite_paths import LiteMixin
 from ._load import LoadMixin
+from ._load_chats import LoadChatsMixin
 from ._messages import _last_messages_statement
 from ._migrate import outdated, require_head, upgrade_to_head
 from ._options import ScaleOptions
@@ -135,7 +136,9 @@ def _require_partitions(connection: sa.Connection, wanted: int) -> None:
         raise InvalidArgument(msg)
 
 
-class SqlDriver(LiteMixin, ChatsMixin, LoadMixin, CommitMixin, ArchiveMixin, PreviewsMixin):
+class SqlDriver(
+    LiteMixin, ChatsMixin, LoadMixin, LoadChatsMixin, CommitMixin, ArchiveMixin, PreviewsMixin
+):
     """The threadkeep driver for PostgreSQL and SQLite (held by a ``threadkeep.Store``).
 
     URLs: ``sqlite+aiosqlite:///./threadkeep.db`` (a file, relative or absolute),

@@ -34,22 +34,22 @@ warning saying so (instead of the run wrapper's "not ended in one batch").
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ag_ui.core import BaseEvent, RunAgentInput
-
 from .._errors import InvalidArgument, RunNotFound
-from .._models import Message
+from .._models import Chat, Message
 from .._paging import MessageFilter
 from .._runs import Run, RunStatus
-from ..agui._agent import StorageAgent
 from . import ImportReport, ProgressCallback
+from ._agui_bulk import CHAT_PROOF, Unsupported, chat_proof
 from ._agui_files import RunRecord, normalize_request, read_recordings, runs_of
+from ._agui_load import OWNER, RUN_DIGEST, RunBatch, replay_input, storage_agent
+from ._bulk import LOOKUP_BATCH
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -57,8 +57,8 @@ if TYPE_CHECKING:
 __all__ = ["THREAD_SCOPES", "ThreadScope", "import_agui", "normalize_request"]
 
 _log = logging.getLogger("threadkeep.import")
-_OWNER = "threadkeep-import"
-DIGEST_NOTE = "agui_import"
+_OWNER = OWNER
+DIGEST_NOTE = RUN_DIGEST
 """Run ``metadata`` key holding the digest of the recording an imported run came from."""
 
 ThreadScope = Literal["recording", "thread"]
@@ -103,34 +103,127 @@ async def import_agui(
     if thread_scope not in THREAD_SCOPES:
         raise InvalidArgument(f"thread_scope is 'recording' or 'thread', not {thread_scope!r}")
     runs = runs_of(read_recordings(Path(path)))
-    report = ImportReport()
-    chats: set[str] = set()
+    chats: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        key = run.thread_id if thread_scope == "thread" else _recording_key(run)
+        chats.setdefault(key, []).append(run)
+    importer = _Import(store, user_id, keep_events, progress, len(runs))
     if progress is not None:
         progress(0, len(runs))  # read: writing starts
-    for done, run in enumerate(runs, start=1):
-        key = run.thread_id if thread_scope == "thread" else _recording_key(run)
-        report.merge(await _import_run(store, user_id, run, key, chats, keep_events=keep_events))
-        if progress is not None:
-            progress(done, len(runs))
-    return report
+    keys = list(chats)
+    for start in range(0, len(keys), LOOKUP_BATCH):
+        part = keys[start : start + LOOKUP_BATCH]
+        found = await store.find_chats(user_id, [k for k in part if _lookable(k)])
+        for key in part:
+            await importer.chat(key, chats[key], found.get(key))
+    await importer.flush()
+    return importer.report
 
 
 def _recording_key(run: RunRecord) -> str:
     return f"agui:{run.recording.name}:{run.thread_id}"
 
 
-# -- writing ------------------------------------------------------------------------------
+@dataclass
+class _Import:
+    """One import's chats, each by the fastest path that stores what ``StorageAgent`` does.
+
+    A chat whose proof (:data:`._agui_bulk.CHAT_PROOF`) names exactly these recordings is
+    present (found by the one read before); a new chat of one run is folded in memory and
+    written in a ``load_chats`` batch (:mod:`._agui_load`); any other chat has its runs
+    replayed one by one through ``StorageAgent`` against the store (:func:`_import_run`),
+    and then gets its proof.
+    """
+
+    store: Store
+    user_id: str
+    keep_events: bool
+    progress: ProgressCallback | None
+    total: int
+    report: ImportReport = field(default_factory=ImportReport)
+    done: int = 0
+    waiting: int = 0
+    batch: RunBatch = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.batch = RunBatch(self.store, self.user_id, self.keep_events, _refused_batches)
+
+    async def chat(self, key: str, runs: list[RunRecord], chat: Chat | None) -> None:
+        """Import the runs of one chat (``chat``: the live chat of ``key``, if any)."""
+        proof = chat_proof([run.digest for run in runs])
+        present = _proven(chat, proof)
+        if present is not None:
+            self.report.merge(present)
+            self._advance(len(runs))
+            return
+        if chat is None and len(runs) == 1:
+            try:
+                await self.batch.add(runs[0], key, proof)
+            except Unsupported:
+                pass  # nothing written: the ordinary path below
+            else:
+                self.waiting += 1
+                if self.batch.full():
+                    await self.flush()
+                return
+        await self._one_by_one(key, runs, proof)
+
+    async def flush(self) -> None:
+        """Write the batch of new chats."""
+        written, taken = await self.batch.flush()
+        self.report.merge(written)
+        waiting, self.waiting = self.waiting - len(taken), 0
+        self._advance(waiting)
+        for run, key in taken:
+            await self._one_by_one(key, [run], chat_proof([run.digest]))
+
+    async def _one_by_one(self, key: str, runs: list[RunRecord], proof: str) -> None:
+        counted: set[str] = set()
+        part = ImportReport()
+        clean = True
+        for run in runs:
+            run_report, stored_whole = await _import_run(
+                self.store, self.user_id, run, key, counted, keep_events=self.keep_events
+            )
+            part.merge(run_report)
+            clean = clean and stored_whole
+            self._advance(1)
+        self.report.merge(part)
+        chat = await self.store.find_chat(self.user_id, key) if clean else None
+        if chat is not None:  # written last: every run of the chat is stored
+            counts = {"messages": part.messages, "tool_calls": part.tool_calls}
+            metadata = {**chat.metadata, CHAT_PROOF: {"digest": proof, "counts": counts}}
+            await self.store.update_chat(chat.chat_id, metadata=metadata)
+
+    def _advance(self, runs: int) -> None:
+        for _ in range(runs):
+            self.done += 1
+            if self.progress is not None:
+                self.progress(self.done, self.total)
 
 
-class _Replay:
-    """An inner agent that yields recorded events."""
+def _lookable(key: str) -> bool:
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
-    def __init__(self, events: list[BaseEvent]) -> None:
-        self.events = events
 
-    async def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
-        for event in self.events:
-            yield event
+def _proven(chat: Chat | None, proof: str) -> ImportReport | None:
+    """The counts of a chat whose proof names exactly these recordings, or ``None``."""
+    note = chat.metadata.get(CHAT_PROOF) if chat is not None else None
+    if not isinstance(note, dict) or note.get("digest") != proof:
+        return None
+    counts = note.get("counts")
+    messages = counts.get("messages") if isinstance(counts, dict) else None
+    calls = counts.get("tool_calls") if isinstance(counts, dict) else None
+    if type(messages) is not int or type(calls) is not int:
+        return None
+    return ImportReport(chats_present=1, messages_present=messages, tool_calls_present=calls)
+
+
+# -- the ordinary path: a run at a time -----------------------------------------------------
 
 
 async def _import_run(
@@ -141,8 +234,13 @@ async def _import_run(
     chats: set[str],
     *,
     keep_events: bool,
-) -> ImportReport:
-    """Import one run; ``chats`` holds the thread keys this import has counted already."""
+) -> tuple[ImportReport, bool]:
+    """Import one run; ``chats`` holds the thread keys this import has counted already.
+
+    Returns:
+        The counts, and whether the run is stored whole (ended with its digest, no write
+        of it refused).
+    """
     report = ImportReport()
     chat = await store.find_chat(user_id, thread_key)
     if chat is None:
@@ -156,36 +254,18 @@ async def _import_run(
         stored = await _run_messages(store, chat.chat_id, run_id)
         report.messages_present += len(stored)
         report.tool_calls_present += sum(len(m.tool_calls) for m in stored)
-        return report
-    agent = StorageAgent(
-        _Replay(run.events),
-        store,
-        user_id=user_id,
-        write_policy="buffered",
-        owner=_OWNER,
-        keep_events=keep_events,
-        accept_history=True,
-        run_metadata={DIGEST_NOTE: run.digest},
-    )
-    base = run.request or RunAgentInput(
-        thread_id=thread_key,
-        run_id=run_id,
-        messages=[],
-        tools=[],
-        context=[],
-        state={},
-        forwarded_props={},
-    )
-    replay_input = base.model_copy(update={"thread_id": thread_key, "run_id": run_id})
+        return report, True
+    agent = storage_agent(store, run, user_id=user_id, keep_events=keep_events)
     with _refused_batches() as refused:
-        async for _event in agent.run(replay_input):
+        async for _event in agent.run(replay_input(run, thread_key, run_id)):
             pass
     stored = await _run_messages(store, chat.chat_id, run_id)
     if refused:
         _warn_refused(run, stored, refused)
     report.messages_created += len(stored)
     report.tool_calls_created += sum(len(m.tool_calls) for m in stored)
-    return report
+    ended = await store.get_run(chat.chat_id, run_id)
+    return report, not refused.errors and ended.metadata.get(DIGEST_NOTE) == run.digest
 
 
 async def _run_slot(store: Store, chat_id: Any, run: RunRecord) -> tuple[str, bool]:

@@ -14,6 +14,8 @@ from threadkeep import (
     DEFAULT_PAGE_LIMIT,
     Chat,
     ChatFilter,
+    ChatLoad,
+    ChatLoadResult,
     ChatPreview,
     ErasureReceipt,
     Message,
@@ -625,6 +627,32 @@ class SyncMethods:
         """
         return self._run(self._store.find_chat(user_id, thread_id, tenant_id=tenant_id))
 
+    def find_chats(
+        self, user_id: str, thread_ids: Sequence[str], *, tenant_id: str | None = None
+    ) -> dict[str, Chat]:
+        """Return the live chats of many thread ids of one user, in as few reads as it can.
+
+        What :meth:`find_chat` returns for each id, looked up 1,000 ids per read on a
+        driver with the ``find_live_chats`` primitive (SQL: one indexed ``IN`` read), one
+        read per id otherwise. An importer finds the chats a file's records were imported
+        into before with it.
+
+        Args:
+            user_id: The owner.
+            thread_ids: The thread ids (repeats are looked up once).
+            tenant_id: The tenant (part of a chat's key), or ``None``.
+
+        Returns:
+            ``{thread_id: chat}`` for each id that has a live chat; ids without one are
+            left out.
+
+        Raises:
+            InvalidArgument: If an id is not a clean, non-empty ``str``, or ``thread_ids``
+                is not a list of them.
+            BackendUnavailable: If the backend fails.
+        """
+        return self._run(self._store.find_chats(user_id, thread_ids, tenant_id=tenant_id))
+
     def finish_run(
         self,
         chat_id: UUID | str,
@@ -1054,6 +1082,40 @@ class SyncMethods:
                 chat_id, limit=limit, cursor=cursor, message_filter=message_filter, viewer=viewer
             )
         )
+
+    def load_chats(self, chats: Sequence[ChatLoad]) -> list[ChatLoadResult]:
+        """Write many new chats, each with its messages, runs and steps, in one batch.
+
+        The bulk path of importers: where ``create_chat`` + ``load_messages`` +
+        ``end_run`` cost several round trips per chat, the whole batch goes through the
+        driver's ``load_chats`` primitive (one transaction on SQL: multi-row inserts, and
+        ``COPY`` for the messages on PostgreSQL); a driver without it gets the same writes
+        chat by chat. Every record is checked first, exactly as those calls check it (the
+        chat as ``create_chat``, messages as ``load_messages``, runs and steps as
+        ``end_run``/``save_steps``), so a bad item writes nothing of the batch. A chat
+        whose key a live chat holds already is skipped whole (``created=False``); its
+        records are for the caller's ordinary path. A chat's ``proof`` entries reach its
+        metadata only together with all of its records (see :class:`ChatLoad`).
+
+        Args:
+            chats: :class:`ChatLoad` items, keys distinct. Keep a batch to what one
+                transaction should hold (importers send about 5,000 messages per call).
+
+        Returns:
+            One :class:`ChatLoadResult` per item, in order.
+
+        Raises:
+            InvalidArgument / InvalidContent / PayloadTooLarge: If an item or a record in
+                it is malformed (the message names it), two items share a key, or a run or
+                step names another chat; nothing is written.
+            IdempotencyConflict: If an item repeats an ``agui_id`` with another payload;
+                nothing is written.
+            CapabilityNotSupported: If an item has runs or steps and the store lacks the
+                ``steps`` capability.
+            BackendUnavailable: If the backend fails; nothing of the batch is written on
+                a driver with the primitive.
+        """
+        return self._run(self._store.load_chats(chats))
 
     def purge(self, deleted_before: datetime) -> int:
         """Remove for good every chat soft-deleted before ``deleted_before``.
