@@ -26,7 +26,10 @@ Clients, interleaved round by round in one process (the order alternating):
 Each round times one operation of each client; the table gives the median wall time per
 operation, the median of the per-round ratios (threadkeep / raw) and the median per-round
 difference (threadkeep minus raw: what the fold adds per run), per repetition and as the
-median of the repetitions. The load average is printed with every repetition.
+median of the repetitions. The client CPU time of each operation (``time.process_time``
+of this process: the fold's and the driver's Python, not the server's) is given the same
+way, less sensitive to other load than wall time. The load average is printed with every
+repetition.
 """
 
 from __future__ import annotations
@@ -181,29 +184,39 @@ async def one_rep(store: Store, conn: Any, deltas: int, rounds: int) -> dict[str
     raw = RawClient(conn, store)
     tk_times: list[float] = []
     raw_times: list[float] = []
+    tk_cpu: list[float] = []
+    raw_cpu: list[float] = []
     for i in range(rounds + 2):
         threads = [f"b-{uuid.uuid4().hex}", f"b-{uuid.uuid4().hex}"]
         for thread in threads:
             await store.create_chat("bench", thread)
         pair: dict[str, float] = {}
+        cpu: dict[str, float] = {}
         order = ["tk", "raw"] if i % 2 else ["raw", "tk"]
         for client, thread in zip(order, threads, strict=True):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             if client == "tk":
                 await tk_run(store, agent, thread, "r1")
             else:
                 await raw.run(agent, thread, "r1")
             pair[client] = time.perf_counter() - start
+            cpu[client] = time.process_time() - start_cpu
         if i >= 2:  # the first two rounds warm caches and prepared statements
             tk_times.append(pair["tk"])
             raw_times.append(pair["raw"])
+            tk_cpu.append(cpu["tk"])
+            raw_cpu.append(cpu["raw"])
     ratios = [t / r for t, r in zip(tk_times, raw_times, strict=True)]
     diffs = [t - r for t, r in zip(tk_times, raw_times, strict=True)]
+    cpu_diffs = [t - r for t, r in zip(tk_cpu, raw_cpu, strict=True)]
     return {
         "raw_ms": statistics.median(raw_times) * 1000,
         "tk_ms": statistics.median(tk_times) * 1000,
         "ratio": statistics.median(ratios),
         "diff_ms": statistics.median(diffs) * 1000,
+        "raw_cpu_ms": statistics.median(raw_cpu) * 1000,
+        "tk_cpu_ms": statistics.median(tk_cpu) * 1000,
+        "cpu_diff_ms": statistics.median(cpu_diffs) * 1000,
     }
 
 
@@ -232,13 +245,18 @@ async def main() -> None:
                             f"deltas={deltas} rep {rep + 1}: raw {result['raw_ms']:.2f} ms, "
                             f"threadkeep {result['tk_ms']:.2f} ms, ratio "
                             f"{result['ratio']:.2f}x, threadkeep - raw "
-                            f"{result['diff_ms']:.2f} ms (load {load[0]:.1f} {load[1]:.1f})"
+                            f"{result['diff_ms']:.2f} ms; CPU raw {result['raw_cpu_ms']:.2f} ms, "
+                            f"threadkeep {result['tk_cpu_ms']:.2f} ms, threadkeep - raw "
+                            f"{result['cpu_diff_ms']:.2f} ms (load {load[0]:.1f} {load[1]:.1f})"
                         )
                     print(
                         f"deltas={deltas} MEDIAN of {args.reps}: raw "
                         f"{statistics.median(r['raw_ms'] for r in reps):.2f} ms, ratio "
                         f"{statistics.median(r['ratio'] for r in reps):.2f}x, threadkeep - raw "
-                        f"{statistics.median(r['diff_ms'] for r in reps):.2f} ms"
+                        f"{statistics.median(r['diff_ms'] for r in reps):.2f} ms; CPU raw "
+                        f"{statistics.median(r['raw_cpu_ms'] for r in reps):.2f} ms, "
+                        f"threadkeep - raw "
+                        f"{statistics.median(r['cpu_diff_ms'] for r in reps):.2f} ms"
                     )
             finally:
                 await conn.close()

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from pydantic_core import to_json
+
 from ._boundary_rules import is_compaction
-from ._content import PreparedMessage, check_content, validate_model
+from ._content import MAX_NESTING_DEPTH, PreparedMessage, check_content, validate_model
 from ._corrupt import collecting
 from ._errors import Conflict, IdempotencyConflict, InvalidArgument
 from ._models import Message
@@ -32,6 +34,9 @@ from ._store_args import (
 from ._store_context import trim_orphan_tool_results
 from ._store_core import Component
 from ._store_messages import MessageInput, _conflict_text, _dedupe_batch
+
+if TYPE_CHECKING:
+    from ._records import Records
 
 __all__ = ["RunBatchOps"]
 
@@ -117,7 +122,7 @@ class RunBatchOps(Component):
         if any(step.chat_id != chat_id for step in given):
             raise InvalidArgument(f"end_run writes steps of chat {chat_id} only")
         for step in given:
-            self._ctx.records.record_body(step)
+            _check_body(self._ctx.records, step)
         prepared = await self._prepared_batch(chat_id, messages)
         known = current if isinstance(current, Run) and current.chat_id == chat_id else None
         if known is not None and known.run_id != run_id:
@@ -146,8 +151,8 @@ class RunBatchOps(Component):
                 "updated_at": now,
                 "metadata": {**current.metadata, **(metadata or {})},
             }
-            run = validate_model(type(current), {**current.model_dump(), **changes})
-            self._ctx.records.record_body(run)
+            run = _ended(current, changes)
+            _check_body(self._ctx.records, run)
             result = await self._driver.commit_run(run, current.revision, prepared, given, now)
             if result is not None:
                 self._committed(chat_id, prepared, result[1])
@@ -209,6 +214,48 @@ class RunBatchOps(Component):
         created_messages = [stored for stored, created in results if created]
         if created_messages:
             notify_messages_committed(self, chat_id, created_messages)
+
+
+def _check_body(records: Records, record: Run | Step) -> None:
+    """Refuse a run or step its driver could not encode, before anything is written.
+
+    Exactly what ``records.record_body`` refuses (``InvalidContent`` naming the field),
+    which a driver that is not atomic would only meet half-way through its batch. A plain
+    ``Run`` or ``Step`` whose every string encodes, holding no non-finite float and nested
+    far less than ``MAX_NESTING_DEPTH``, is told apart in pydantic-core (its dump encoded
+    once, non-finite floats spelled as JSON cannot: ``NaN``, ``Infinity``, or as keys
+    ``"nan"``, ``"inf"``); anything else, or anything in doubt (a genuine U+FFFD, the
+    text ``NaN``), takes ``record_body``.
+    """
+    if type(record) in _PLAIN_RECORDS:
+        try:
+            raw = to_json(record.model_dump(), inf_nan_mode="constants")
+        except (ValueError, TypeError, RecursionError):
+            raw = None
+        if (
+            raw is not None
+            and not any(mark in raw for mark in _DOUBTS)
+            and (raw.count(b"{") + raw.count(b"[") < MAX_NESTING_DEPTH)
+        ):
+            return
+    records.record_body(record)
+
+
+_PLAIN_RECORDS = frozenset({Run, Step})
+_DOUBTS = (b"NaN", b"Infinity", b'"nan"', b'"inf"', b'"-inf"', "\ufffd".encode())
+"""What a non-finite float (a value; a key), or a lone surrogate in a key, encodes to."""
+
+
+def _ended(current: Run, changes: dict[str, Any]) -> Run:
+    """Return ``current`` with ``changes`` (``end_run``'s), validated as the model would.
+
+    Every change is already a value of its field's type (``end_run`` checked them), so a
+    copy is the validated record, without a dump and a validation of the whole run; only
+    metadata keys that are not strings take the validation (which refuses them).
+    """
+    if all(isinstance(key, str) for key in changes["metadata"]):
+        return current.model_copy(update=changes)
+    return validate_model(type(current), {**current.model_dump(), **changes})
 
 
 def _new_run(chat_id: UUID, run_id: str, owner: str, now: datetime, lease: timedelta) -> Run:

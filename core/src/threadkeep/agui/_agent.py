@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 from uuid import uuid4
@@ -244,8 +244,9 @@ class StorageAgent(EventFolder):
         status, error = RunStatus.COMPLETE, None
         try:
             await context.record(StepType.INPUT.value, input={"run_id": input.run_id})
+            put = queue.put_nowait
             async for event in self.inner.run(opened.agent_input):
-                queue.put_nowait(event)
+                put(event)
                 yield event
         except (asyncio.CancelledError, GeneratorExit):
             status = RunStatus.INTERRUPTED
@@ -401,7 +402,8 @@ class StorageAgent(EventFolder):
     async def _persist(
         self, state: FoldState, queue: Channel[BaseEvent | _StepChange | _End]
     ) -> None:
-        heartbeat = asyncio.create_task(self._heartbeat(state))
+        heartbeat = _Heartbeat(lambda: self._heartbeat(state), self.lease_seconds / 3)
+        pending = queue.pending
         try:
             while True:
                 item = queue.get_nowait()  # no await per item while the queue holds some
@@ -409,7 +411,9 @@ class StorageAgent(EventFolder):
                     item = await queue.get()
                 if isinstance(item, _End):
                     break
-                if not self.fold_delta_now(state, item):  # type: ignore[arg-type]
+                if self.fold_delta_now(state, item):  # type: ignore[arg-type]
+                    self.fold_more_deltas(state, item, pending)  # type: ignore[arg-type]
+                else:
                     await self._fold_item(state, item)
             heartbeat.cancel()
             await self._close(state, item)
@@ -451,8 +455,8 @@ class StorageAgent(EventFolder):
         await state.writer.end(state, owner=self.owner, status=status, metadata=metadata)
 
     async def _heartbeat(self, state: FoldState) -> None:
+        # Started a third of the lease into the run (``_Heartbeat``), then every third.
         while True:
-            await asyncio.sleep(self.lease_seconds / 3)
             try:
                 state.run_record = await self.store.heartbeat_run(
                     state.chat.chat_id,
@@ -465,6 +469,31 @@ class StorageAgent(EventFolder):
                 return
             except ThreadkeepError:
                 _log.warning("threadkeep: heartbeat of run %r failed", state.run_id, exc_info=True)
+            await asyncio.sleep(self.lease_seconds / 3)
+
+
+class _Heartbeat:
+    """Runs a run's heartbeats from ``delay`` seconds on, until cancelled.
+
+    A timer rather than a task sleeping from the start: most runs end before their
+    first heartbeat, and a timer costs neither a task nor its cancellation.
+    """
+
+    __slots__ = ("_beats", "_timer", "task")
+
+    def __init__(self, beats: Callable[[], Coroutine[Any, Any, None]], delay: float) -> None:
+        self._beats = beats
+        self.task: asyncio.Task[None] | None = None
+        self._timer = asyncio.get_running_loop().call_later(delay, self._start)
+
+    def _start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._beats())
+
+    def cancel(self) -> None:
+        """Stop the heartbeats (and the timer, when they have not started)."""
+        self._timer.cancel()
+        if self.task is not None:
+            self.task.cancel()
 
 
 _CUT = "the agent's stream ended after RUN_STARTED without RUN_FINISHED or RUN_ERROR"

@@ -46,6 +46,11 @@ class Channel(Generic[T]):
                 self._waiter = None
         return self._items.popleft()
 
+    @property
+    def pending(self) -> deque[T]:
+        """The items not taken yet, oldest first (the consumer may pop them from the left)."""
+        return self._items
+
     def get_nowait(self) -> T | None:
         """Return the oldest item, or ``None`` when there is none."""
         return self._items.popleft() if self._items else None

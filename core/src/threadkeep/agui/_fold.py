@@ -24,6 +24,7 @@ Steps: ``STEP_STARTED`` / ``STEP_FINISHED`` track the active step (stored on mes
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from ag_ui.core import (
@@ -282,6 +283,56 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
         record.content.append(event.delta, size)
         record.dirty = True
         return True
+
+    def fold_more_deltas(
+        self, state: FoldState, folded: TextMessageContentEvent, pending: deque[Any]
+    ) -> int:
+        """Fold the deltas of ``folded``'s message that come next, as :meth:`fold_delta_now`.
+
+        Called right after :meth:`fold_delta_now` folded ``folded`` (so the text path is
+        the plain one, the writer buffered, no chunk pending, the record open and not
+        truncated, and folding deltas changes none of that). Takes the
+        ``TEXT_MESSAGE_CONTENT`` events of the same message id from the left of
+        ``pending`` while they fit the store's ``max_message_bytes``, in one loop (a
+        2,000-delta message is one call, not 2,000 dispatches); the first other event, or
+        a delta that would not fit, stays for :meth:`dispatch`.
+
+        Args:
+            state: The run's fold state.
+            folded: The delta :meth:`fold_delta_now` just folded.
+            pending: The events not folded yet, oldest first; folded ones are popped.
+
+        Returns:
+            How many events were folded.
+        """
+        if not pending:
+            return 0
+        agui_id = folded.message_id
+        record = state.record_for(agui_id)
+        assert record is not None
+        room = state.writer.store.max_message_bytes - record.streamed_bytes
+        deltas: list[str] = []
+        size = count = 0
+        timestamp = state.event_timestamp
+        while pending:
+            event = pending[0]
+            if type(event) is not TextMessageContentEvent or event.message_id != agui_id:
+                break
+            delta = event.delta
+            n = len(delta) if delta.isascii() else utf8_size(delta)
+            if size + n > room:
+                break  # dispatch truncates the record
+            pending.popleft()
+            count += 1
+            timestamp = event.timestamp
+            if n:
+                size += n
+                deltas.append(delta)
+        if count:
+            state.event_timestamp = timestamp
+            record.content.extend(deltas, size)
+            record.dirty = True
+        return count
 
     async def fold_text_chunk(self, state: FoldState, event: TextMessageChunkEvent) -> None:
         """Fold a ``TEXT_MESSAGE_CHUNK`` (a new id, or the first chunk, opens a message)."""

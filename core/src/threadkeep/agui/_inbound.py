@@ -208,10 +208,10 @@ async def classify_inbound(
         known.echoes = not users or index != users[-1]
         # Lone surrogates (ids included) become U+FFFD first, so lookups and writes agree.
         message, replaced = repair_model(original, note=False)
-        verdict, stored_id = await _verdict(known, message, run_id)
+        verdict, stored_id, built = await _verdict(known, message, run_id)
         if verdict == "refused" and not (accept_any or known.hidden_loaded):
             await known.load_hidden()  # a hidden message echoed by the client is stored
-            verdict, stored_id = await _verdict(known, message, run_id)
+            verdict, stored_id, built = await _verdict(known, message, run_id)
         if verdict == "refused" and accept_any:
             verdict = "new"
         if verdict == "refused":
@@ -221,7 +221,7 @@ async def classify_inbound(
             )
             return [], reason
         if verdict == "new":
-            stored = message_from_agui(message, run_id=run_id)
+            stored = built if built is not None else message_from_agui(message, run_id=run_id)
             if replaced:
                 stored.metadata = {**stored.metadata, SURROGATES_NOTE: replaced}
             if stored_id != message.id:
@@ -239,25 +239,33 @@ async def classify_inbound(
     return new, None
 
 
-async def _verdict(known: _Known, message: AguiMessage, run_id: str) -> tuple[str, str]:
-    """Return ``(verdict, id)``: ``stored``/``new``/``refused``, and the id it is stored under."""
+async def _verdict(
+    known: _Known, message: AguiMessage, run_id: str
+) -> tuple[str, str, Message | None]:
+    """Return ``(verdict, id, message)`` for one inbound message.
+
+    The verdict is ``stored``/``new``/``refused``, the id the one it is stored under, and
+    the message the ``Message`` it was compared as (``None``: none was built).
+    """
     if isinstance(message, UserMessage):
         return await _user_verdict(known, message, run_id)
-    return await _other_verdict(known, message), message.id
+    return await _other_verdict(known, message), message.id, None
 
 
-async def _user_verdict(known: _Known, message: UserMessage, run_id: str) -> tuple[str, str]:
-    inbound = message_from_agui(message, run_id=run_id)
+async def _user_verdict(
+    known: _Known, message: UserMessage, run_id: str
+) -> tuple[str, str, Message]:
+    inbound = message_from_agui(message, run_id=run_id)  # stored as it is when new
     for n in itertools.count(1):
         candidate = message.id if n == 1 else f"{message.id}#{n}"
         held = await known.holder(candidate)
         if held is None:
             # Taken by a hidden message (delete_messages) only: it counts as stored.
             if candidate in known.messages or (n == 1 and known.claim_same(inbound)):
-                return "stored", candidate
-            return "new", candidate
+                return "stored", candidate, inbound
+            return "new", candidate, inbound
         if same_message(held, inbound):
-            return "stored", candidate
+            return "stored", candidate, inbound
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import UUID
 
 from .._models import Chat, Message, MessageStatus, Reasoning, ToolCall
 from .._runs import Run, RunStatus, Step
-from ._text import SURROGATES_NOTE, TextBuffer, repair_surrogates, repair_value
+from ._text import SURROGATES_NOTE, TextBuffer, repair_surrogates, repair_value, storable
 
 if TYPE_CHECKING:
     from ._writers import RunWriter
@@ -115,7 +115,12 @@ class Record:
 
         Streamed text is repaired as a whole (a pair split across deltas is joined), then
         every other string of the message (ids, names, ``step``, metadata, parts...).
+        A message with no lone surrogate anywhere (the common case, :func:`storable`) is
+        a copy of the record's message with its text set, nothing walked or validated again.
         """
+        quick = self._quick_snapshot()
+        if quick is not None:
+            return quick
         data = self.message.model_dump()
         replaced = 0
         data["content"], count = repair_surrogates(self.content.text() or data["content"])
@@ -138,6 +143,36 @@ class Record:
             note = {"kept_bytes": self.truncated_at, "dropped_bytes": self.dropped_bytes}
             data["metadata"] = {**data["metadata"], TRUNCATED_NOTE: note}
         return type(self.message).model_validate(data)
+
+    def _quick_snapshot(self) -> Message | None:
+        """The snapshot as a copy, or ``None`` when a lone surrogate may need repair.
+
+        The copy holds its own top-level containers and nested records (the fold changes
+        the record's message afterwards); parts and metadata values are shared.
+        """
+        message = self.message
+        update: dict[str, Any] = {
+            "content": self.content.text() or message.content,
+            "metadata": dict(message.metadata),
+            "parts": list(message.parts),
+        }
+        if message.tool_calls:
+            update["tool_calls"] = [
+                _with_text(call, "arguments", self.tool_args.get(call.tool_call_id))
+                for call in message.tool_calls
+            ]
+        if message.reasonings:
+            update["reasonings"] = [
+                _with_text(item, "content", self.reasoning_text.get(item.reasoning_id))
+                for item in message.reasonings
+            ]
+        copy = message.model_copy(update=update)
+        if not storable(copy):
+            return None
+        if self.truncated_at is not None:
+            note = {"kept_bytes": self.truncated_at, "dropped_bytes": self.dropped_bytes}
+            copy.metadata[TRUNCATED_NOTE] = note
+        return copy
 
 
 @dataclass(eq=False)
@@ -266,6 +301,14 @@ class FoldState:
         for item in items:
             if item.status is MessageStatus.ACTIVE:
                 item.status = status
+
+
+N = TypeVar("N", ToolCall, Reasoning)
+
+
+def _with_text(item: N, name: str, buffer: TextBuffer | None) -> N:
+    """A copy of a nested record, its streamed field set from ``buffer`` when it has one."""
+    return item.model_copy(update={name: buffer.text()} if buffer is not None else None)
 
 
 def _has_active_item(message: Message) -> bool:

@@ -149,7 +149,9 @@ class RunContext:
     def _key(self, type_: str, key: str | None) -> str:
         return key or f"{self.stack_id}:{type_}:{next(self._ordinals[type_])}"
 
-    def _new_step(self, type_: str, key: str, input_: Any, status: StepStatus) -> Step:
+    def _new_step(
+        self, type_: str, key: str, input_: Any, status: StepStatus, output: Any = None
+    ) -> Step:
         earlier = self._by_key.get(key)
         return Step(
             step_id=earlier.step_id if earlier else uuid4(),
@@ -162,7 +164,8 @@ class RunContext:
             type=type_,
             status=status,
             input=input_,
-            space_snapshot=copy.deepcopy(self.space),
+            output=output,
+            space_snapshot=copy.deepcopy(self.space) if self.space else {},
             metadata={"key": key},
         )
 
@@ -178,8 +181,7 @@ class RunContext:
         earlier = self.completed(key)
         if earlier is not None:
             return earlier
-        step = self._new_step(step_type, key, input, StepStatus.COMPLETED)
-        step = step.model_copy(update={"output": output})
+        step = self._new_step(step_type, key, input, StepStatus.COMPLETED, output)
         await self._submit(step, step_type == StepType.TOOL)
         return step
 

@@ -19,6 +19,7 @@ __all__ = [
     "repair_model",
     "repair_surrogates",
     "repair_value",
+    "storable",
     "utf8_size",
 ]
 
@@ -28,6 +29,7 @@ SURROGATES_NOTE = "replaced_surrogates"
 M = TypeVar("M", bound=BaseModel)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_REPLACEMENT = "\ufffd".encode()
 
 
 def repair_surrogates(text: str) -> tuple[str, int]:
@@ -89,6 +91,8 @@ def repair_model(model: M, *, note: bool = True) -> tuple[M, int]:
     Returns:
         ``(repaired, replaced)``; the model itself when nothing was replaced.
     """
+    if storable(model):
+        return model, 0
     data, replaced = repair_value(model.model_dump())
     if not replaced:
         return model, 0
@@ -96,6 +100,28 @@ def repair_model(model: M, *, note: bool = True) -> tuple[M, int]:
         metadata = data["metadata"]
         metadata[SURROGATES_NOTE] = int(metadata.get(SURROGATES_NOTE) or 0) + replaced
     return type(model).model_validate(data), replaced
+
+
+def storable(model: BaseModel) -> bool:
+    """Whether ``model`` surely holds no lone surrogate: a quick test, in pydantic-core.
+
+    The model's JSON serialization (Rust) refuses a lone surrogate in a value, and spells
+    one in a ``dict[str, ...]`` key as U+FFFD; so a serialization that succeeds and holds
+    no U+FFFD at all proves every string of the model (what ``model_dump`` gives) clean.
+    ``False`` says nothing: the caller walks the model (:func:`repair_value`), as for a
+    value with no JSON form or a genuine U+FFFD.
+
+    Args:
+        model: A message, step, run or AG-UI model.
+
+    Returns:
+        ``True`` when no string of the model's dump can hold a lone surrogate.
+    """
+    try:
+        raw = model.__pydantic_serializer__.to_json(model)
+    except (ValueError, RecursionError):  # PydanticSerializationError: a surrogate, ...
+        return False
+    return _REPLACEMENT not in raw
 
 
 def utf8_size(text: str) -> int:
@@ -130,6 +156,16 @@ class TextBuffer:
         if delta:
             self._parts.append(delta)
             self.pending_bytes += utf8_size(delta) if size is None else size
+
+    def extend(self, deltas: list[str], size: int) -> None:
+        """Add non-empty deltas at once (what :meth:`append` of each would do).
+
+        Args:
+            deltas: The texts, in order; none of them empty.
+            size: Their UTF-8 size in bytes, together.
+        """
+        self._parts += deltas
+        self.pending_bytes += size
 
     def text(self) -> str:
         """Return the folded text (joined once, then cached)."""
