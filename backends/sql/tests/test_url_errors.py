@@ -46,3 +46,24 @@ async def test_a_missing_database_is_named():
     url = make_url(postgres_url()).set(database="tk_no_such_database")
     with pytest.raises(BackendUnavailable, match="database 'tk_no_such_database' does not exist"):
         await SqlStore(url.render_as_string(hide_password=False)).open()
+
+
+async def test_typed_asyncpg_url_parameters_reach_asyncpg_as_their_types(pg_schema):
+    # SQLAlchemy hands URL query values on as text; asyncpg wants numbers and booleans.
+    url, schema = pg_schema
+    typed = f"{url}?statement_cache_size=0&command_timeout=30&max_cacheable_statement_size=0"
+    async with SqlStore(typed, schema=schema) as store:
+        chat = await store.create_chat("u", "typed url")
+        await store.append_message(chat.chat_id, {"role": "user", "content": "hello"})
+        page = await store.list_messages(chat.chat_id)
+        assert [m.content for m in page.items] == ["hello"]
+        assert store.driver.db._prepared is None  # statement_cache_size=0 keeps none
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [("statement_cache_size=lots", "statement_cache_size"), ("direct_tls=maybe", "direct_tls")],
+)
+async def test_an_untyped_asyncpg_url_parameter_is_named(query, named):
+    with pytest.raises(InvalidArgument, match=named):
+        await SqlStore(f"{postgres_url()}?{query}").open()

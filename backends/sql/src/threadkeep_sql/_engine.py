@@ -219,6 +219,42 @@ def _check_postgres_query(url: URL) -> None:
     raise InvalidArgument(msg)
 
 
+_TYPED_CONNECT_KEYS: dict[str, type] = {
+    "timeout": float,
+    "command_timeout": float,
+    "statement_cache_size": int,
+    "max_cached_statement_lifetime": int,
+    "max_cacheable_statement_size": int,
+    "direct_tls": bool,
+}
+"""asyncpg.connect keywords that SQLAlchemy passes on from the URL as text, and their types."""
+
+
+def _typed_connect_args(url: URL) -> tuple[URL, dict[str, Any]]:
+    """Take the typed asyncpg keywords out of ``url``'s query, converted to their types.
+
+    SQLAlchemy's asyncpg dialect passes query parameters on as strings, and asyncpg then
+    fails at connect with a bare ``TypeError`` (``statement_cache_size='0'``).
+
+    Raises:
+        InvalidArgument: If a value is not of its type (``direct_tls`` takes true/false/1/0).
+    """
+    args: dict[str, Any] = {}
+    for key, kind in _TYPED_CONNECT_KEYS.items():
+        if key not in url.query:
+            continue
+        text = str(url.query[key]).strip()
+        try:
+            if kind is bool:
+                args[key] = {"true": True, "1": True, "false": False, "0": False}[text.lower()]
+            else:
+                args[key] = kind(text)
+        except (KeyError, ValueError):
+            msg = f"the PostgreSQL URL parameter {key}={text!r} is not a {kind.__name__}"
+            raise InvalidArgument(msg) from None
+    return url.difference_update_query(args), args
+
+
 def _unique_statement_name() -> str:
     # Unique per statement, so a pooler that hands out another server connection never
     # meets a name it has seen (SQLAlchemy's asyncpg dialect, "Prepared Statement Name").
@@ -362,9 +398,11 @@ class Database:
             if schema is not None:
                 raise InvalidArgument("the 'schema' option is for PostgreSQL only")
             return cls._create_sqlite(url, pool_size)
+        keeps_statements = _keeps_statements(url)
+        url, typed = _typed_connect_args(url)
         if pooled:
-            return cls._create_pooled(url, schema, pool_size)
-        connect_args: dict[str, Any] = {"timeout": 10}
+            return cls._create_pooled(url, schema, pool_size, typed)
+        connect_args: dict[str, Any] = {"timeout": 10, **typed}
         if schema is not None:
             connect_args["server_settings"] = {"search_path": schema}
         engine = create_async_engine(
@@ -379,11 +417,13 @@ class Database:
             _reader=auto,
             _held_max=pool_size,
             _compiled=Compiled(engine.dialect),
-            _prepared=weakref.WeakKeyDictionary() if _keeps_statements(url) else None,
+            _prepared=weakref.WeakKeyDictionary() if keeps_statements else None,
         )
 
     @classmethod
-    def _create_pooled(cls, url: URL, schema: str | None, pool_size: int) -> Database:
+    def _create_pooled(
+        cls, url: URL, schema: str | None, pool_size: int, typed: dict[str, Any]
+    ) -> Database:
         """PostgreSQL behind a transaction-mode pooler (PgBouncer ``pool_mode = transaction``).
 
         The pooler lends a server connection for one transaction, so nothing may outlive
@@ -408,6 +448,7 @@ class Database:
             raise InvalidArgument(msg)
         connect_args: dict[str, Any] = {
             "timeout": 10,
+            **typed,
             "statement_cache_size": 0,
             "prepared_statement_name_func": _unique_statement_name,
         }
