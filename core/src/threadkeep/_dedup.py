@@ -49,8 +49,8 @@ def chat_deduplication_key(
 ) -> str:
     """Return the dedup key of the live chat for ``(tenant_id, user_id, thread_id)``.
 
-    A chat's identity is ``(tenant_id, user_id, thread_id)`` (SPEC section 2, "Identity";
-    issue 12): two tenants may each hold a live chat for one user and thread.
+    A chat's identity is ``(tenant_id, user_id, thread_id)`` (issue 12):
+    two tenants may each hold a live chat for one user and thread.
 
     Args:
         user_id: The owning user (a UUID is used in its canonical hyphenated form).

@@ -1,4 +1,4 @@
-"""The domain models: Chat, Message, ToolCall, Reasoning and message parts (SPEC section 2).
+"""The domain models: Chat, Message, ToolCall, Reasoning and message parts.
 
 All models are pydantic v2 and meant to be subclassed: fields a subclass declares, and
 undeclared extra fields, are stored with the record and read back equal on every driver.

@@ -1,4 +1,4 @@
-"""Pages and the filters they are bound to (SPEC section 3, "Pages")."""
+"""Pages and the filters they are bound to."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ class Page(BaseModel, Generic[T]):
 
 
 class Viewer(BaseModel):
-    """Who is asking, for the access-checked reads (SPEC section 3, "Deletion and tenancy").
+    """Who is asking, for the access-checked reads.
 
     A chat is visible to a viewer when it is in the viewer's tenant and either the viewer
     owns it or it is shared with the viewer's team. Given to ``get_chat``,

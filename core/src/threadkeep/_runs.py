@@ -1,4 +1,4 @@
-"""Steps and runs: the execution records that make resume and retry possible (SPEC section 2).
+"""Steps and runs: the execution records that make resume and retry possible.
 
 The model follows the Yao seed (``yao-chat-storage-design.txt``, "Step Table"): a step records
 one unit of a run (input, llm, tool, delegate, hooks) with its input, output and a snapshot of
@@ -42,7 +42,7 @@ class StepStatus(StrEnum):
 
 
 class RunStatus(StrEnum):
-    """How a run stands: executing, or ended one of three ways (SPEC section 3, "Runs")."""
+    """How a run stands: executing, or ended one of three ways."""
 
     ACTIVE = "active"
     COMPLETE = "complete"

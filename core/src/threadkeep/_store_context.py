@@ -1,4 +1,4 @@
-"""Boundaries and the model's context window (SPEC section 3, "Boundaries").
+"""Boundaries and the model's context window.
 
 "Start over" draws a boundary line in the same thread (agent-chat-storage seed): the model
 gets nothing from before it, the person keeps every message. Compaction is the same marker

@@ -46,7 +46,7 @@ _CAS_ATTEMPTS = 16
 
 
 class MessageOps(Component):
-    """Message operations (SPEC section 3, "Ordering and identity", "Pages")."""
+    """Message operations: ordered, idempotent appends; reads, pages, updates, hiding."""
 
     def _coerce_message(self, message: object, chat_id: UUID) -> Message:
         if isinstance(message, Message):

@@ -1,6 +1,6 @@
 """Tool calls and reasonings nested in a message: append, update, look up.
 
-Both live inside their message's body (one record per message, SPEC section 2); a change is a
+Both live inside their message's body (one record per message); a change is a
 compare-and-set of the whole message on its revision, so concurrent changes to one message
 never lose each other.
 """

@@ -1,4 +1,4 @@
-"""A run's two batch writes: its input at entry, its records at exit (SPEC section 3).
+"""A run's two batch writes: its input at entry, its records at exit.
 
 The ``buffered`` write policy (Yao seed, "Two-Write Strategy") stores a run in exactly two
 writes: ``begin_run`` appends the user input and takes the run's lease, ``end_run`` writes

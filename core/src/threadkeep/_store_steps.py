@@ -1,4 +1,4 @@
-"""Steps: resume points of a run (SPEC section 3, "Runs, status and steps").
+"""Steps: resume points of a run.
 
 Needs the ``steps`` capability. A step records one unit of a run (input, llm call, tool,
 delegate...); ``get_last_incomplete_step`` is where a resume starts and
