@@ -43,7 +43,7 @@ def _item_fingerprint(item: dict[str, Any]) -> str:
 
 
 class NestedOps(Component):
-    """Tool-call and reasoning operations (AG-UI seed, ``MessageRepositoryLike``)."""
+    """Tool-call and reasoning operations: append, update, look up by id or ``agui_id``."""
 
     async def append_tool_call(
         self, message_id: UUID | str, tool_call: ToolCall | Mapping[str, Any]

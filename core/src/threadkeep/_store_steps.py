@@ -23,7 +23,7 @@ _MAX_STACK_DEPTH = 256
 
 
 class StepOps(Component):
-    """Step operations (Yao seed, "ChatStore Interface", steps part)."""
+    """Step operations: save, read and list a run's steps."""
 
     async def save_steps(self, steps: Sequence[Step]) -> list[Step]:
         """Implement :meth:`threadkeep.Store.save_steps`."""

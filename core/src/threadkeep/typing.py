@@ -2,7 +2,7 @@
 
 Code that consumes chat history (an agent wrapper, a web handler, a test fake) should
 depend on these structural types, not on :class:`threadkeep.Store`: any object with these
-methods is accepted (the AG-UI seed's "repository coupling"). Every ``Store`` satisfies
+methods is accepted. Every ``Store`` satisfies
 all of them; the contract suite checks drivers against the rules their docstrings state.
 """
 

@@ -584,7 +584,7 @@ class SyncMethods:
         """Give a run's still-open messages, nested records and steps their end status.
 
         ``complete`` -> complete / completed, ``interrupted`` -> interrupted,
-        ``errored`` -> errored / failed (AG-UI seed, run-outcome table). Records already
+        ``errored`` -> errored / failed. Records already
         ended keep their status.
 
         Args:
