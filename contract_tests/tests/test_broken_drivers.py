@@ -154,6 +154,25 @@ class BrokenDriver(MemoryDriver):
         return results
 """
 
+FORGETS = """
+from threadkeep._memory._state import MemoryState
+
+
+class BrokenDriver(MemoryDriver):
+    # Declares persistent (as the memory driver's named stores are), but every instance
+    # starts empty: what one store wrote is gone when the next opens.
+    def __init__(self, url="memory://", **options):
+        super().__init__(url, **options)
+        self._state = MemoryState()
+"""
+
+PLAIN_DEF = """
+class BrokenDriver(MemoryDriver):
+    # A primitive written as a plain def: the store would await its None.
+    def get_chat(self, chat_id):
+        return None
+"""
+
 
 @pytest.fixture(autouse=True)
 def _ci_profile(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
@@ -269,3 +288,22 @@ def test_unknown_divergence_name_is_an_error(pytester: pytest.Pytester) -> None:
     _, _, result = _run(pytester, fixed, "nul_character", divergences='{"test_nope": "typo"}')
     assert result.ret != 0
     result.stdout.fnmatch_lines(["*known_divergences names 'test_nope'*"])
+
+
+def test_a_broken_capability_claim_names_the_capability(pytester: pytest.Pytester) -> None:
+    """A driver whose ``persistent`` claim is false fails that test, saying which claim."""
+    failed, passed, result = _run(pytester, FORGETS, "persistent_capability or first_page")
+    assert failed == {"test_persistent_capability_holds"}
+    assert "test_first_page_is_newest" in passed
+    result.stdout.fnmatch_lines(
+        ["*the driver declares capability 'persistent' (Capabilities.persistent=True)*"]
+    )
+
+
+def test_a_plain_def_primitive_is_refused_when_the_store_is_built(
+    pytester: pytest.Pytester,
+) -> None:
+    """Every test errors at ``Store(driver)`` with a ``TypeError`` naming the primitive."""
+    _, _, result = _run(pytester, PLAIN_DEF, "first_page_is_newest")
+    result.assert_outcomes(errors=1)  # in the store fixture, before the test body runs
+    result.stdout.fnmatch_lines(["*TypeError*its primitive 'get_chat' (Driver.get_chat)*"])

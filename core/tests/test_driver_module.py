@@ -99,6 +99,26 @@ def test_capability_follows_the_code_not_the_flag() -> None:
     assert (store.capabilities.steps, store.capabilities.archive) == (True, True)
 
 
+def test_a_plain_def_primitive_is_refused_when_the_store_is_built() -> None:
+    """A primitive the store awaits, written as ``def``, is a ``TypeError`` naming it."""
+    from threadkeep._memory import MemoryDriver
+
+    class PlainRequired(MemoryDriver):
+        def get_chat(self, chat_id):  # type: ignore[override]
+            return None
+
+    class PlainOptional(MemoryDriver):  # an optional protocol's primitive
+        def last_boundary(self, chat_id):  # type: ignore[override]
+            return None
+
+    with pytest.raises(TypeError, match=r"PlainRequired: its primitive 'get_chat' \(Driver"):
+        Store(PlainRequired("memory://"))
+    with pytest.raises(TypeError, match=r"'last_boundary' \(LastBoundaryDriver.last_boundary\)"):
+        Store(PlainOptional("memory://"))
+    with pytest.raises(TypeError, match=r"async def get_chat\(\.\.\.\)"):
+        Store(PlainRequired("memory://"))
+
+
 def test_an_object_without_the_required_methods_is_not_a_driver() -> None:
     with pytest.raises(TypeError, match="not a threadkeep driver: it lacks open, close"):
         Store(object())  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """threadkeep-contract-tests: prove a threadkeep driver honours the store contract.
 
 Install it next to your driver, write one test module, run pytest. The whole suite (named
-examples for every single-store rule of SPEC section 3, capability checks, and a Hypothesis
+examples for every single-store rule, capability checks, and a Hypothesis
 state machine compared with a plain-Python model) runs against your driver::
 
     # tests/test_contract.py of a driver package

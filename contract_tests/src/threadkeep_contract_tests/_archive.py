@@ -1,4 +1,4 @@
-"""Archive primitives (SPEC section 3, "Cold archive"), capability ``archive``.
+"""Archive primitives, capability ``archive``.
 
 Cold archiving scans a chat's hot rows, writes them to object storage, deletes them, and can
 restore them exactly; these tests check the driver primitives it is built on.

@@ -1,4 +1,4 @@
-"""Archiving end to end, as a reusable pytest base class (SPEC section 3, "Cold archive").
+"""Archiving end to end, as a reusable pytest base class.
 
 Subclass :class:`ArchiveLifecycleContract` and provide two fixtures (the convention of
 :mod:`._archive_base`): ``store_factory`` (unopened hot stores whose driver declares

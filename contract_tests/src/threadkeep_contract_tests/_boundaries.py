@@ -1,4 +1,4 @@
-"""Boundaries and context (SPEC section 3, "Boundaries"): start over, compaction, windows."""
+"""Boundaries and context: start over, compaction, windows."""
 
 from __future__ import annotations
 

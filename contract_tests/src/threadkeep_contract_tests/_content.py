@@ -1,4 +1,4 @@
-"""Content fidelity (SPEC section 3): everything written reads back equal, or is refused."""
+"""Content fidelity: everything written reads back equal, or is refused."""
 
 from __future__ import annotations
 

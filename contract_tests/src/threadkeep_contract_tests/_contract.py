@@ -50,7 +50,7 @@ class StoreContract(
     ReliabilityTests,
     StateMachineTests,
 ):
-    """The whole threadkeep store contract (SPEC section 3) as one pytest base class.
+    """The whole threadkeep store contract as one pytest base class.
 
     Subclass it in a test module, name the subclass ``Test...``, and provide:
 

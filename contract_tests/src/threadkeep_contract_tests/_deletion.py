@@ -1,4 +1,4 @@
-"""Deletion and tenancy (SPEC section 3): soft delete hides everywhere; tenants never mix."""
+"""Deletion and tenancy: soft delete hides everywhere; tenants never mix."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def body_of(message: Message) -> dict[str, Any]:
 
 
 def assert_utc(value: datetime | None, what: str) -> None:
-    """Assert ``value`` is a timezone-aware datetime at UTC offset zero (SPEC section 3)."""
+    """Assert ``value`` is a timezone-aware datetime at UTC offset zero."""
     assert value is not None, f"{what} is missing"
     assert value.tzinfo is not None, f"{what} is naive: {value!r}"
     assert value.utcoffset() == timedelta(0), f"{what} is not UTC: {value!r}"
@@ -68,7 +68,7 @@ class SteppingClock:
     """A clock returning ``start``, ``start + step``, ``start + 2 * step``... per call.
 
     ``step=timedelta(0)`` freezes time; a negative step makes the clock run backwards
-    (SPEC section 6: clocks step backwards, ties happen).
+    (real clocks step backwards and tie; order must come from ``seq`` alone).
     """
 
     start: datetime = field(default_factory=lambda: datetime(2030, 1, 1, tzinfo=UTC))

@@ -1,4 +1,4 @@
-"""Idempotency (SPEC section 3): retries return the stored record and never duplicate."""
+"""Idempotency: retries return the stored record and never duplicate."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The plain-Python model of one store that the state machine compares a driver with.
 
-It states SPEC section 3 directly: a chat is a list of messages in ``seq`` order; an
+It states the store's rules directly: a chat is a list of messages in ``seq`` order; an
 ``agui_id`` stored in a chat (hidden or not) answers every later append with that id; what
 the model gets is what follows the last boundary, without orphan tool results. It never
 imports the store's implementation, so a bug shared by core and model cannot hide.
@@ -38,7 +38,7 @@ def without_generated_ids(value: Any) -> Any:
 
 
 def same_payload(stored: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Return whether two bodies are "equal" for idempotency (SPEC section 3)."""
+    """Return whether two bodies are "equal" for idempotency."""
     return bool(without_generated_ids(stored) == without_generated_ids(new))
 
 

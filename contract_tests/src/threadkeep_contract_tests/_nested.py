@@ -1,4 +1,4 @@
-"""Nested tool calls and reasonings (SPEC section 2): append, update, look up, concurrency."""
+"""Nested tool calls and reasonings: append, update, look up, concurrency."""
 
 from __future__ import annotations
 

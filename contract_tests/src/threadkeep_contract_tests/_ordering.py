@@ -1,4 +1,4 @@
-"""Ordering and identity (SPEC section 3): ``seq`` is the only order; one live chat per key."""
+"""Ordering and identity: ``seq`` is the only order; one live chat per key."""
 
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ class OrderingTests(ContractBase):
         """1,000 messages in one batch: all stored, in order; with a conflict, none of them.
 
         A backend whose own batch limit is smaller (a document service's 200 events) must
-        still make the batch one all-or-nothing commit (SPEC section 3, "Batches").
+        still make the batch one all-or-nothing commit.
         """
         chat = await store.create_chat("u-big", "t-big")
         await store.append_message(chat.chat_id, Message(role="user", agui_id="x", content="x"))

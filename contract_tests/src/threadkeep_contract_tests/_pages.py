@@ -1,4 +1,4 @@
-"""Pages and cursors (SPEC section 3, "Pages"): keyset walks, limits, signed bound cursors."""
+"""Pages and cursors: keyset walks, limits, signed bound cursors."""
 
 from __future__ import annotations
 

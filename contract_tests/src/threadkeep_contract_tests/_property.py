@@ -18,7 +18,7 @@ class StateMachineTests(ContractBase):
     contract_area: ClassVar[str] = "State machine (model-based)"
 
     def test_state_machine(self, store_factory: StoreFactory, capabilities: Capabilities) -> None:
-        """SPEC section 3 holds after every step of random operation sequences.
+        """The store's rules hold after every step of random operation sequences.
 
         Ordering, idempotency, content and pages are checked against the model after each
         chat / message / batch / tool-call / reasoning / page / delete / restore /

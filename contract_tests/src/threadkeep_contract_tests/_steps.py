@@ -1,4 +1,4 @@
-"""Steps and runs (SPEC section 3, "Runs, status and steps"), capability ``steps``."""
+"""Steps and runs, capability ``steps``."""
 
 from __future__ import annotations
 

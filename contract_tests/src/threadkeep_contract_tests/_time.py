@@ -1,4 +1,4 @@
-"""Time (SPEC section 3): timestamps read back tz-aware UTC, whatever the process ``TZ`` is."""
+"""Time: timestamps read back tz-aware UTC, whatever the process ``TZ`` is."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 ``StoreStateMachine`` runs random sequences of chat, message, batch, tool-call, reasoning,
 page-walk, delete, restore, start-over, compaction, context, lookup and reopen operations on a
 real store and on :class:`~threadkeep_contract_tests._model.StoreModel`, and after every step
-checks SPEC section 3 as invariants: the raw rows the driver's back door returns agree with
+checks the store's rules as invariants: the raw rows the driver's back door returns agree with
 the model, and so does the newest page (ordering, idempotency, content fidelity, pages).
 
 ``StoreContract`` runs it as ``test_state_machine``. To run it on its own::
@@ -50,7 +50,7 @@ T = TypeVar("T")
 
 
 class StoreStateMachine(WriteRules, ReadRules, RuleBasedStateMachine):
-    """Random operations on a store and the model, with SPEC section 3 checked after each.
+    """Random operations on a store and the model, with the store's rules checked after each.
 
     Args:
         factory: ``(**options) -> Store``, unopened, on the test's storage.

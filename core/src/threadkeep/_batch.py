@@ -3,7 +3,8 @@
 A driver appends a batch of :class:`~threadkeep.PreparedMessage` inside one atomic step (a
 transaction, a lock, a conditional write). Within that step it looks up which of the
 batch's ``agui_id`` s the chat stores already, then calls :func:`resolve_batch`: the
-idempotency rule of SPEC section 3 ("Idempotency") lives here and nowhere else, so every
+idempotency rule (a retry of a stored ``agui_id`` returns the stored message if equal,
+else raises) lives here and nowhere else, so every
 driver raises the same :class:`~threadkeep.IdempotencyConflict` for the same input, before
 it has written anything. :func:`fingerprint` is the one fingerprint of a stored message
 (what ``PreparedMessage.fingerprint`` is for a new one).
@@ -47,7 +48,7 @@ def fingerprint(message: Message) -> str:
 
 
 def same_payload(stored: Message, item: PreparedMessage) -> bool:
-    """Whether a retry equals the stored message (SPEC section 3, idempotency).
+    """Whether a retry equals the stored message.
 
     The stored copy is read back as the store's ``message_model``; a retry written as
     another ``Message`` class differs from it only by that model's defaults, so it is

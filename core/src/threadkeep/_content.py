@@ -1,4 +1,4 @@
-r"""Serialization and content checks shared by every driver (SPEC section 3, "Content fidelity").
+r"""Serialization and content checks shared by every driver.
 
 A message is stored as a JSON body plus a few indexed columns. The body is compact JSON
 written with ``ensure_ascii=False``; JSON escapes every control character, so U+0000 is
@@ -146,7 +146,7 @@ def _non_finite_path(value: Any, depth: int = 0) -> list[object] | None:
 
 
 def check_finite(value: Any, what: str) -> None:
-    """Refuse NaN and infinite floats anywhere inside a record (SPEC section 3, fidelity).
+    """Refuse NaN and infinite floats anywhere inside a record.
 
     JSON has no NaN or infinity: stored, they would come back as ``null`` (and a retry
     holding NaN would compare equal to one holding ``None``). Every record (messages,
@@ -245,7 +245,7 @@ def _is_clean(value: Any) -> bool:
 
 
 def check_content(value: Any, what: str) -> None:
-    """Refuse what no store can keep exactly, naming the field (SPEC section 3, fidelity).
+    """Refuse what no store can keep exactly, naming the field.
 
     NaN and infinite floats (JSON has no form for them: they would read back as
     ``null``) and lone UTF-16 surrogates (they have no UTF-8 form), in values and in
@@ -385,7 +385,7 @@ def _without_ids(value: Any) -> Any:
 def message_fingerprint(body: dict[str, Any]) -> str:
     """Return the SHA-256 (hex) of a message body without generated ids.
 
-    Two appends with one ``agui_id`` are "equal" (SPEC section 3, idempotency) when their
+    Two appends with one ``agui_id`` are "equal" when their
     fingerprints match: ids the client did not choose (``message_id``, ``tool_call_id``,
     ``reasoning_id``) and store-assigned fields are left out.
     """

@@ -6,7 +6,7 @@ unreadable with a raw ``JSONDecodeError`` or ``TypeError`` (issue 12). Every reb
 stored row goes through :func:`rebuilt`, which turns any decoding failure into
 :class:`~threadkeep.CorruptRecord` naming the chat, the seq and the column.
 
-Rule (the SPEC leaves it open; chosen here): by default a read that meets a damaged row
+Rule: by default a read that meets a damaged row
 raises ``CorruptRecord``. A store opened with ``corrupt_records="skip"`` reads pages past
 damaged rows instead: the page leaves them out of ``items`` and lists them in
 ``Page.corrupt`` (its ``has_more`` and ``next_cursor`` still count them, so a walk makes

@@ -1,4 +1,4 @@
-"""Opaque, signed cursors bound to the query they page (SPEC section 3, "Pages").
+"""Opaque, signed cursors bound to the query they page.
 
 Every cursor holds a format version, a digest of the query's scope (what is paged: which
 chat, which filter) and the keyset position to continue from, signed with

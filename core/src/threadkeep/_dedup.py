@@ -1,8 +1,8 @@
 """Deterministic keys: chat dedup keys and participant ids.
 
-The definitions follow the AG-UI chat-history seed (``agui-chat-history.md``, "Identifier
-helpers") exactly, so a chat created through threadkeep and one created through that layer
-share their dedup key.
+The tenant-less chat key is the one earlier versions stored and AG-UI chat-history layers
+compute (``sha256("chat" NUL user_id NUL thread_id)``), so a chat created through threadkeep
+and one created through such a layer share their dedup key.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def chat_deduplication_key(
 ) -> str:
     """Return the dedup key of the live chat for ``(tenant_id, user_id, thread_id)``.
 
-    A chat's identity is ``(tenant_id, user_id, thread_id)`` (SPEC section 2, "Identity";
-    issue 12): two tenants may each hold a live chat for one user and thread.
+    A chat's identity is ``(tenant_id, user_id, thread_id)`` (issue 12):
+    two tenants may each hold a live chat for one user and thread.
 
     Args:
         user_id: The owning user (a UUID is used in its canonical hyphenated form).
@@ -59,7 +59,7 @@ def chat_deduplication_key(
 
     Returns:
         64 lowercase hex characters: without a tenant ``sha256("chat" NUL user_id NUL
-        thread_id)``, exactly the seed's key (its test vectors hold); with a tenant
+        thread_id)``, the key earlier versions stored (fixed test vectors check it); with a tenant
         ``sha256("chat" NUL tenant_id NUL user_id NUL thread_id)``. The two forms never
         collide for clean ids: the tenant form hashes one more NUL-separated part, and
         ids hold no NUL (``as_key``).

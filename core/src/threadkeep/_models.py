@@ -1,4 +1,4 @@
-"""The domain models: Chat, Message, ToolCall, Reasoning and message parts (SPEC section 2).
+"""The domain models: Chat, Message, ToolCall, Reasoning and message parts.
 
 All models are pydantic v2 and meant to be subclassed: fields a subclass declares, and
 undeclared extra fields, are stored with the record and read back equal on every driver.
@@ -60,7 +60,7 @@ class Role(StrEnum):
 
 
 class MessageStatus(StrEnum):
-    """Lifecycle of a message, tool call or reasoning (AG-UI seed, run-outcome table)."""
+    """Lifecycle of a message, tool call or reasoning (a run's outcome ends its open records)."""
 
     ACTIVE = "active"
     COMPLETE = "complete"
@@ -253,7 +253,7 @@ class Chat(_Record):
     def dedup_key(self) -> str:
         """The 64-hex dedup key of ``(tenant_id, user_id, thread_id)``.
 
-        See ``chat_deduplication_key``: a chat without a tenant keeps the seed's key.
+        See ``chat_deduplication_key``: a chat without a tenant keeps the tenant-less key.
         """
         return chat_deduplication_key(self.user_id, self.thread_id, self.tenant_id)
 

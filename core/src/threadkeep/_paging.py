@@ -1,4 +1,4 @@
-"""Pages and the filters they are bound to (SPEC section 3, "Pages")."""
+"""Pages and the filters they are bound to."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ DEFAULT_PAGE_LIMIT = 50
 """Items per page when ``limit`` is not given."""
 
 MAX_PAGE_LIMIT = 200
-"""Larger limits are capped to this (agent-chat-storage seed, "Reads")."""
+"""Larger limits are capped to this: a read returns a page, never a whole thread."""
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ class Page(BaseModel, Generic[T]):
 
 
 class Viewer(BaseModel):
-    """Who is asking, for the access-checked reads (SPEC section 3, "Deletion and tenancy").
+    """Who is asking, for the access-checked reads.
 
     A chat is visible to a viewer when it is in the viewer's tenant and either the viewer
     owns it or it is shared with the viewer's team. Given to ``get_chat``,
@@ -70,7 +70,7 @@ class Viewer(BaseModel):
 
 
 class ChatFilter(BaseModel):
-    """Which chats ``list_chats`` returns (the Yao seed's ``ChatFilter``, extended).
+    """Which chats ``list_chats`` returns.
 
     Every given field must match (``None`` means "any"); ``list_chats`` also accepts a
     mapping of these fields.
@@ -110,7 +110,7 @@ class ChatFilter(BaseModel):
 
 
 class MessageFilter(BaseModel):
-    """Which messages ``list_messages`` returns (the Yao seed's ``MessageFilter``).
+    """Which messages ``list_messages`` returns.
 
     Every given field must match (``None`` means "any"); ``roles`` and ``kinds`` match any
     listed value. ``list_messages`` also accepts a mapping of these fields, for example

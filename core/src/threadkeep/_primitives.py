@@ -11,6 +11,7 @@ costs (and ``count_store_writes`` patches them per store).
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -105,15 +106,17 @@ def check_driver(driver: object) -> Capabilities:
     flags are the driver's ``capabilities`` (backend properties).
 
     Raises:
-        TypeError: If ``driver`` lacks a method of :class:`threadkeep.driver.Driver`, or
-            its ``capabilities`` declare ``steps``/``archive`` without the protocol's
-            methods (as Python refuses to instantiate an abstract class).
+        TypeError: If ``driver`` lacks a method of :class:`threadkeep.driver.Driver`, if
+            one of its primitives is a plain ``def`` where the protocol has ``async def``
+            (naming it), or its ``capabilities`` declare ``steps``/``archive`` without the
+            protocol's methods (as Python refuses to instantiate an abstract class).
     """
     name = type(driver).__name__
     if not isinstance(driver, Driver):
         missing = [m for m in protocol_members(Driver) if getattr(driver, m, None) is None]
         msg = f"{name} is not a threadkeep driver: it lacks {', '.join(missing)}"
         raise TypeError(msg)
+    _check_coroutines(driver, name)
     declared = getattr(driver, "capabilities", None)
     if not isinstance(declared, Capabilities):
         declared = Capabilities()
@@ -140,6 +143,32 @@ def check_driver(driver: object) -> Capabilities:
         )
         raise TypeError(msg)
     return declared.model_copy(update=present)
+
+
+def _check_coroutines(driver: object, name: str) -> None:
+    """Refuse a primitive written as a plain ``def`` where the protocol has ``async def``.
+
+    The store awaits every primitive: a plain method would fail deep in core at its first
+    call (``object ... can't be used in 'await' expression``), or, returning ``None``, not
+    fail at all. Checked for the required protocol and each optional one the driver
+    implements; a callable that returns a coroutine passes if ``inspect`` sees it as a
+    coroutine function (``async def``, ``functools.partial`` of one, ``AsyncMock``).
+
+    Raises:
+        TypeError: Naming the first such primitive and the protocol that declares it.
+    """
+    protocols = [Driver, *(p for p in OPTIONAL_PROTOCOLS if isinstance(driver, p))]
+    for protocol in protocols:
+        for member in protocol_members(protocol):
+            expected = inspect.iscoroutinefunction(vars(protocol)[member])
+            method = getattr(driver, member, None)
+            if expected and method is not None and not inspect.iscoroutinefunction(method):
+                msg = (
+                    f"can't instantiate driver {name}: its primitive {member!r} "
+                    f"({protocol.__name__}.{member}) is a plain function; the store awaits "
+                    f"it, so define it with `async def {member}(...)`"
+                )
+                raise TypeError(msg)
 
 
 class Primitives:

@@ -1,4 +1,4 @@
-"""Choosing a driver by URL scheme (SPEC section 4).
+"""Choosing a driver by URL scheme.
 
 Drivers come from the ``threadkeep_drivers`` hook of every plugin in the ``threadkeep``
 entry-point group (see :mod:`threadkeep._plugins`); the scheme is the part of the URL before

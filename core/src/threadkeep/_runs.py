@@ -1,6 +1,6 @@
-"""Steps and runs: the execution records that make resume and retry possible (SPEC section 2).
+"""Steps and runs: the execution records that make resume and retry possible.
 
-The model follows the Yao seed (``yao-chat-storage-design.txt``, "Step Table"): a step records
+A step records
 one unit of a run (input, llm, tool, delegate, hooks) with its input, output and a snapshot of
 the shared space, and the stack ids of nested agent calls. A run records who is executing it
 and until when (a lease), so a crashed worker's run can be found and resumed by exactly one
@@ -32,7 +32,7 @@ class StepType(StrEnum):
 
 
 class StepStatus(StrEnum):
-    """A step's state; every state but ``completed`` can be resumed (Yao seed)."""
+    """A step's state; every state but ``completed`` can be resumed."""
 
     PENDING = "pending"
     RUNNING = "running"
@@ -42,7 +42,7 @@ class StepStatus(StrEnum):
 
 
 class RunStatus(StrEnum):
-    """How a run stands: executing, or ended one of three ways (SPEC section 3, "Runs")."""
+    """How a run stands: executing, or ended one of three ways."""
 
     ACTIVE = "active"
     COMPLETE = "complete"

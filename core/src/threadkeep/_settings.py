@@ -2,7 +2,7 @@
 
 Precedence (highest first): explicit arguments, ``THREADKEEP_*`` environment variables, the
 settings file (``$THREADKEEP_CONFIG``, else ``./threadkeep.toml``), then defaults. The
-default store is the embedded SQLite file ``./threadkeep.db`` (SPEC section 4).
+default store is the embedded SQLite file ``./threadkeep.db``.
 
 The settings file is TOML with top-level keys only (``url``, ``archive_url``,
 ``cursor_secret``). A file named by ``THREADKEEP_CONFIG`` must exist; ``./threadkeep.toml``

@@ -46,7 +46,7 @@ class Store:
             page = await store.list_messages(chat.chat_id)
 
     The public methods (chats, messages, nested tool calls and reasonings, boundaries and
-    context, steps and runs) implement SPEC section 3 once for every driver: argument and
+    context, steps and runs) implement the store's rules once for every driver: argument and
     content checks, signed cursors, idempotency checks, compare-and-set retries. The store
     holds a driver (:attr:`driver`, an object implementing
     :class:`threadkeep.driver.Driver`, usually built from a URL by :func:`open_store`); its
@@ -283,7 +283,7 @@ class Store:
         """Return the live chat of ``(tenant_id, user_id, thread_id)``, creating it if none.
 
         Idempotent under concurrency: N parallel calls for one key return one chat and never
-        raise for the race (SPEC section 3). When the chat exists, the other arguments are
+        raise for the race. When the chat exists, the other arguments are
         ignored and the stored chat is returned unchanged. After the chat is deleted, the
         same key creates a new chat. The tenant is part of the key: a caller naming tenant
         B never gets tenant A's chat (nor a chat without a tenant), but B's own.
@@ -505,8 +505,8 @@ class Store:
     async def erase_user(self, user_id: str) -> ErasureReceipt:
         """Remove every chat of a person (live, deleted and archived) and all it holds.
 
-        Each chat's bundle goes first, then its hot records (SPEC section 3, "Deletion and
-        tenancy"), so a failure leaves something a retry finds.
+        Each chat's bundle goes first, then its hot records, so a failure leaves something
+        a retry finds.
 
         Args:
             user_id: The person (non-empty), as chats' ``user_id``.
@@ -552,7 +552,7 @@ class Store:
     async def append_messages(
         self, chat_id: UUID | str, messages: Sequence[MessageInput]
     ) -> list[Message]:
-        """Append messages in order, all or nothing (SPEC section 3).
+        """Append messages in order, all or nothing.
 
         The store assigns each a ``seq`` strictly greater than every earlier one of the chat.
         A message whose ``agui_id`` is already stored in the chat is not stored again: the
@@ -1261,7 +1261,7 @@ class Store:
         """Give a run's still-open messages, nested records and steps their end status.
 
         ``complete`` -> complete / completed, ``interrupted`` -> interrupted,
-        ``errored`` -> errored / failed (AG-UI seed, run-outcome table). Records already
+        ``errored`` -> errored / failed. Records already
         ended keep their status.
 
         Args:

@@ -124,7 +124,7 @@ def _control_at(text: str) -> int | None:
 def as_key(value: object, what: str) -> str:
     r"""Return ``value`` if it is usable as an identifier or name: clean, non-empty ``str``.
 
-    Identity is compared byte for byte (SPEC section 2, "Identity"), so text that only
+    Identity is compared byte for byte, so text that only
     looks equal must not be accepted: ``b"u"`` is not ``"u"``, and ``" u"``, ``"u\n"`` or
     ``"u\x00"`` would create a second user that no one can type.
 
@@ -165,8 +165,8 @@ _LABELS = frozenset({"name", "channel"})
 def check_chat_keys(**values: object) -> dict[str, str | None]:
     """Check a chat's optional ids and labels; ``None`` stays ``None``.
 
-    A ``name`` or ``channel`` is descriptive text, kept exactly like content (SPEC section
-    3, "Content fidelity": NUL, emoji and any other text round-trip), so only its type is
+    A ``name`` or ``channel`` is descriptive text, kept exactly like content (NUL,
+    emoji and any other text round-trip), so only its type is
     checked; ids (``agent_id``, ``tenant_id``, ``team_id``) must be clean (:func:`as_key`).
 
     Raises:
@@ -260,7 +260,7 @@ def as_aware(value: object, what: str) -> datetime:
 
     Raises:
         InvalidArgument: If it is not a ``datetime``, or is naive (no ``tzinfo``): pass
-            ``datetime.now(UTC)``-style aware values (SPEC section 3: timestamps are UTC).
+            ``datetime.now(UTC)``-style aware values (timestamps are UTC).
     """
     if not isinstance(value, datetime):
         raise InvalidArgument(f"{what} must be a datetime, not {type(value).__name__}")

@@ -89,7 +89,7 @@ def _seq(record: Chat | Message) -> int | None:
 
 
 def chat_visible_to(chat: Chat, viewer: Viewer) -> bool:
-    """Return whether ``viewer`` may see ``chat`` (SPEC section 3, "Deletion and tenancy").
+    """Return whether ``viewer`` may see ``chat``.
 
     The chat must be in the viewer's tenant: ``chat.tenant_id == viewer.tenant_id``, where
     ``None`` is a tenant of its own (a viewer without a tenant sees only chats without
@@ -107,7 +107,7 @@ def chat_visible_to(chat: Chat, viewer: Viewer) -> bool:
 
 
 class ChatOps(Component):
-    """Chat operations (SPEC section 3, "Ordering and identity", "Deletion and tenancy")."""
+    """Chat operations: create or find by identity, list, update, delete, tenancy checks."""
 
     async def create_chat(
         self,

@@ -7,7 +7,7 @@ batch with the driver's bulk primitive ``load_messages`` (``COPY`` on PostgreSQL
 multi-row insert on SQLite). A driver without that primitive gets the same batches through
 ``insert_messages``: the result and the guarantees are the same, only slower.
 
-The guarantees are those of ``append_messages`` (SPEC section 3, "Ordering and identity"),
+The guarantees are those of ``append_messages``,
 per batch: every message is checked and encoded exactly as an append checks it (validation,
 ``max_message_bytes``, NaN and infinity, lone surrogates, nesting depth, compaction rules);
 a batch is all or nothing; a message whose ``agui_id`` is stored already is not written

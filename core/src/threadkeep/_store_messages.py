@@ -59,7 +59,7 @@ _NO_FILTER_DATA = _NO_FILTER.model_dump(mode="json")
 
 
 class MessageOps(Component):
-    """Message operations (SPEC section 3, "Ordering and identity", "Pages")."""
+    """Message operations: ordered, idempotent appends; reads, pages, updates, hiding."""
 
     def _coerce_message(self, message: object, chat_id: UUID) -> Message:
         if isinstance(message, Message):

@@ -1,6 +1,6 @@
 """Tool calls and reasonings nested in a message: append, update, look up.
 
-Both live inside their message's body (one record per message, SPEC section 2); a change is a
+Both live inside their message's body (one record per message); a change is a
 compare-and-set of the whole message on its revision, so concurrent changes to one message
 never lose each other.
 """
@@ -43,7 +43,7 @@ def _item_fingerprint(item: dict[str, Any]) -> str:
 
 
 class NestedOps(Component):
-    """Tool-call and reasoning operations (AG-UI seed, ``MessageRepositoryLike``)."""
+    """Tool-call and reasoning operations: append, update, look up by id or ``agui_id``."""
 
     async def append_tool_call(
         self, message_id: UUID | str, tool_call: ToolCall | Mapping[str, Any]

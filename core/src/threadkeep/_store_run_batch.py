@@ -1,6 +1,6 @@
-"""A run's two batch writes: its input at entry, its records at exit (SPEC section 3).
+"""A run's two batch writes: its input at entry, its records at exit.
 
-The ``buffered`` write policy (Yao seed, "Two-Write Strategy") stores a run in exactly two
+The ``buffered`` write policy stores a run in exactly two
 writes: ``begin_run`` appends the user input and takes the run's lease, ``end_run`` writes
 every message and step of the run together with its end status. Each is one call of the
 ``commit_run`` primitive, which a transactional driver makes one atomic step.

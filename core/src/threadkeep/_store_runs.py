@@ -1,4 +1,4 @@
-"""Runs: start, claim, heartbeat, sweep (SPEC section 3, "Runs, status and steps").
+"""Runs: start, claim, heartbeat, sweep.
 
 Needs the ``steps`` capability (steps are in ``_store_steps``). A run is claimed by one
 worker at a time with a compare-and-set on its revision; a worker keeps its claim alive

@@ -1,4 +1,4 @@
-"""Steps: resume points of a run (SPEC section 3, "Runs, status and steps").
+"""Steps: resume points of a run.
 
 Needs the ``steps`` capability. A step records one unit of a run (input, llm call, tool,
 delegate...); ``get_last_incomplete_step`` is where a resume starts and
@@ -23,7 +23,7 @@ _MAX_STACK_DEPTH = 256
 
 
 class StepOps(Component):
-    """Step operations (Yao seed, "ChatStore Interface", steps part)."""
+    """Step operations: save, read and list a run's steps."""
 
     async def save_steps(self, steps: Sequence[Step]) -> list[Step]:
         """Implement :meth:`threadkeep.Store.save_steps`."""

@@ -4,8 +4,8 @@ The archive contracts (``ArchiveStoreContract``, ``ArchiveLifecycleContract``) l
 the store contract in ``threadkeep-contract-tests``.
 
 :class:`FaultyArchive` wraps any archive store (it is not a mock server: every call that
-is not faulted goes to the real store) and injects the faults of SPEC section 3,
-"Cold archive": a put that succeeds but whose next ``head`` says 404, a timeout after a
+is not faulted goes to the real store) and injects the faults an object store
+really has: a put that succeeds but whose next ``head`` says 404, a timeout after a
 write, a failing get, a failing delete.
 """
 

@@ -2,9 +2,8 @@
 
 Code that consumes chat history (an agent wrapper, a web handler, a test fake) should
 depend on these structural types, not on :class:`threadkeep.Store`: any object with these
-methods is accepted (the AG-UI seed's "repository coupling"). Every ``Store`` satisfies
-all of them; the contract suite checks drivers against the rules their docstrings state
-(SPEC section 3).
+methods is accepted. Every ``Store`` satisfies
+all of them; the contract suite checks drivers against the rules their docstrings state.
 """
 
 from __future__ import annotations

@@ -126,8 +126,8 @@ class LocatorIndex:
         """Write (or repoint) a locator, best effort; the location is cached either way.
 
         Returns:
-            Whether the locator is stored. A failure is logged and swallowed (SPEC,
-            "Locators": it never fails the operation that created the entity).
+            Whether the locator is stored. A failure is logged and swallowed: a
+            locator is an index, and never fails the operation that created the entity.
         """
         self.remember(kind, item_id, location)
         service, space_id = self._space.service, self._space.space_id

@@ -1,7 +1,7 @@
 """Batches over the service's 200-event limit: staged parts and one commit marker.
 
 One ``create_events`` call is atomic but holds at most 200 events, and an append of any size
-must commit whole or not at all (SPEC section 3). A batch that needs more events is written
+must commit whole or not at all. A batch that needs more events is written
 in parts:
 
 - Every head event of the batch carries ``cols.batch = <batch id>`` (a fresh uuid hex).

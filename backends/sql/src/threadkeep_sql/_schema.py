@@ -4,7 +4,7 @@ The tables are created and migrated by the Alembic scripts in ``_migrations`` (r
 ``SqlStore.open``); this module mirrors the head revision for the query builder, and a test
 checks that the two agree.
 
-Layout (SPEC sections 2 and 5):
+Layout:
 
 - ``chats``: one row per chat. ``seq`` (the primary key, an identity column) is the store-wide
   creation order that ``list_chats`` pages by; ``next_seq`` / ``next_step_seq`` hand out the
@@ -12,7 +12,7 @@ Layout (SPEC sections 2 and 5):
   messages. Every ``ChatFilter`` field has a column (``name_folded`` holds
   ``name.casefold()`` for the keyword filter); the full record is the JSON ``body``.
   The live key: a partial unique index on ``dedup_key`` (``chat_deduplication_key``: the
-  ``sha256`` of ``tenant_id`` when set, ``user_id`` and ``thread_id``, SPEC section 2)
+  ``sha256`` of ``tenant_id`` when set, ``user_id`` and ``thread_id``)
   where ``deleted_at IS NULL``, so deleted chats do not hold it and index entries stay 64
   bytes whatever the ids' length.
 - ``messages``: primary key ``(chat_id, seq)``, the keyset index every page walks; unique

@@ -4,7 +4,7 @@ Built on SQLAlchemy 2 Core (async), with the schema created and migrated by Alem
 store opens. See :mod:`threadkeep_sql._schema` for the tables and
 :mod:`threadkeep_sql._engine` for how each operation reaches the database.
 
-Scale path (SPEC section 5): every message read and write names its ``chat_id``, and every
+Scale path: every message read and write names its ``chat_id``, and every
 page is a keyset walk on the primary key ``(chat_id, seq)``: ``WHERE chat_id = :c AND seq <
 :before ORDER BY seq DESC LIMIT :n`` is one descent of that index whatever the depth, so a
 page 500,000 messages deep costs what the first does (OFFSET would read and discard every

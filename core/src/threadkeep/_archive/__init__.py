@@ -1,4 +1,4 @@
-"""Cold archive: bundles on object storage, tiered reads, erasure (SPEC section 3)."""
+"""Cold archive: bundles on object storage, tiered reads, erasure."""
 
 from ._archiver import Archiver, ArchiveResult
 from ._bundle import FORMAT_VERSION, BundleReader

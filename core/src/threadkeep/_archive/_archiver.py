@@ -1,4 +1,4 @@
-"""``Archiver``: move chats to cold storage and back (SPEC section 3, "Cold archive").
+"""``Archiver``: move chats to cold storage and back.
 
 ``archive_chat`` runs these steps; each can be re-run after a crash at any point:
 

@@ -1,4 +1,4 @@
-"""What archive stores hold and how bundles are named (SPEC section 3, "Cold archive").
+"""What archive stores hold and how bundles are named.
 
 A bundle lives under a deterministic key relative to the archive's root URL::
 

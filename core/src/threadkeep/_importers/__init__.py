@@ -7,7 +7,7 @@ optional dependency is missing fails alone, with one clear error, and never brea
 
 Importers are idempotent: the chat of a record and every message in it get deterministic keys
 (``thread_id`` and ``agui_id``), so importing the same file again finds what is stored and
-changes nothing (SPEC section 3, "Ordering and identity").
+changes nothing.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from ._writers import WritePolicy, make_writer
 __all__ = ["AGUIAgent", "OnError", "ResumeState", "StorageAgent"]
 
 OnError = Literal["keep", "discard"]
-"""What an errored run leaves: its records marked ``errored``, or nothing (SPEC section 3)."""
+"""What an errored run leaves: its records marked ``errored``, or nothing."""
 
 _log = logging.getLogger("threadkeep.agui")
 _BACKGROUND: set[asyncio.Task[None]] = set()
@@ -177,7 +177,7 @@ class StorageAgent(EventFolder):
     async def claim(self, input: RunAgentInput) -> ResumeState:
         """Claim an interrupted or errored run (or one whose lease expired) to resume it.
 
-        A compare-and-set on the run (SPEC section 3): of concurrent claimers one wins.
+        A compare-and-set on the run: of concurrent claimers one wins.
         Pass the result to :meth:`run` as ``resume=``.
 
         Raises:

@@ -1,8 +1,9 @@
 """Event shapes real stacks send that the protocol models refuse, read as what they mean.
 
 Recorded and live streams of raw SDK agents, Vercel AI and other adapters bend the AG-UI
-event schema in a few recurring ways (issue 11, SPEC section 3 "Streams as real stacks send
-them fold without loss"). :func:`normalize_event_data` rewrites one decoded event object
+event schema in a few recurring ways (issue 11); streams as real stacks send them must fold
+without loss.
+:func:`normalize_event_data` rewrites one decoded event object
 into the protocol's shape before it is validated; :func:`coerce_event` does the same for an
 event object an inner agent yielded (a bare ``BaseEvent`` or an event carrying the dialect's
 fields as extras). The import path (``_wire.parse_event``) and the live path

@@ -236,8 +236,8 @@ class FoldBase:
     ) -> None:
         """Fold a streamed delta into one of the record's buffers, within the store's limit.
 
-        A message may hold at most the store's ``max_message_bytes`` of payload (SPEC
-        section 3). A delta that would pass it is dropped, and so is every later delta of
+        A message may hold at most the store's ``max_message_bytes`` of payload. A delta
+        that would pass it is dropped, and so is every later delta of
         the record: the record keeps what came before (whole deltas), notes
         ``metadata["truncated"] = {"kept_bytes": n, "dropped_bytes": m}``, ends
         ``errored``, and the run ends ``errored`` too; a warning is logged once.

@@ -1,4 +1,4 @@
-"""``MESSAGES_SNAPSHOT`` reconciled with what the run streamed (SPEC section 3, issue 11).
+"""``MESSAGES_SNAPSHOT`` reconciled with what the run streamed (issue 11).
 
 A snapshot and the stream describe the same conversation, so a snapshot message is matched
 to what is known before anything is stored:

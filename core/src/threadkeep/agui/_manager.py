@@ -78,8 +78,8 @@ class RunHandle:
         """Cancel the run: open records end ``interrupted``, delivered content kept.
 
         After the run's terminal event (``RUN_FINISHED``/``RUN_ERROR``) the outcome is
-        decided and stays as it is (the first terminal event decides, SPEC §3 "Runs,
-        status and steps"); an inner agent still lingering after it is stopped all the same,
+        decided and stays as it is (the first terminal event decides); an inner agent
+        still lingering after it is stopped all the same,
         so :meth:`wait` does not wait on it.
 
         Returns:

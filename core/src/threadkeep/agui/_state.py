@@ -1,7 +1,8 @@
 """What the fold holds while a run streams: one :class:`Record` per message being built.
 
-A record is a whole message (SPEC section 2: one record per message, tool calls and
-reasonings nested). Streamed text lives in :class:`TextBuffer` s until a snapshot is taken,
+A record is a whole message (one stored record per message, its tool calls and
+reasonings nested inside it). Streamed text lives in :class:`TextBuffer` s until a snapshot
+is taken,
 so a 2,000-delta message is one record written a few times, never a row per delta.
 """
 

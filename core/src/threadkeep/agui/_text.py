@@ -2,8 +2,9 @@
 
 A delta stream can split a UTF-16 surrogate pair across two events (each JSON string then
 decodes to a lone surrogate), so repair runs on the folded text, never on single deltas:
-a pair that meets again is joined, a surrogate that stays alone becomes U+FFFD (SPEC section 3,
-"Content fidelity": the stream layer replaces it and notes it, so a run never dies on it).
+a pair that meets again is joined, a surrogate that stays alone becomes U+FFFD (the
+stream layer replaces it and notes it, so a run never dies on it; the store itself refuses
+lone surrogates, which no backend keeps exactly).
 """
 
 from __future__ import annotations
@@ -81,8 +82,8 @@ def repair_value(value: Any) -> tuple[Any, int]:
 def repair_model(model: M, *, note: bool = True) -> tuple[M, int]:
     """Return ``model`` with every lone surrogate in its fields replaced with U+FFFD.
 
-    Every string field, nested ones and ``metadata`` included, is repaired (SPEC section 3:
-    the stream layer replaces them, so a write never fails on them).
+    Every string field, nested ones and ``metadata`` included, is repaired (the
+    stream layer replaces them, so a write never fails on them).
 
     Args:
         model: A message, step or other record (a pydantic model).

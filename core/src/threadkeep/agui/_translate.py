@@ -1,6 +1,6 @@
 """Stored messages <-> AG-UI messages (the history the inner agent receives, and inbound input).
 
-Mapping (AG-UI seed, "Data model"; SPEC section 2):
+Mapping (AG-UI message roles to stored messages, one stored message per AG-UI message):
 
 - ``user``/``system``/``developer`` messages map to the same role; a user message's content
   parts (image, audio, video, document) become typed parts, its text parts the ``content``.

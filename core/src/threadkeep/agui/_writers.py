@@ -1,4 +1,4 @@
-"""Write policies: when the fold's records and steps reach the store (SPEC section 3).
+"""Write policies: when the fold's records and steps reach the store.
 
 - ``incremental``: a record is written at its boundaries (message, tool-call and reasoning
   starts and ends, tool results) and, while text streams, whenever the bytes streamed since

@@ -270,7 +270,7 @@ def _root(
 def resolve_url(url: str | None) -> str:
     """Return the store URL a command uses.
 
-    Precedence (``threadkeep.load_settings``, SPEC section 4): ``url`` (the ``--url``
+    Precedence (``threadkeep.load_settings``): ``url`` (the ``--url``
     option), else ``THREADKEEP_URL``, else the settings file, else the embedded SQLite file.
 
     Args:

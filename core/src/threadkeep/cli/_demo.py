@@ -2,8 +2,8 @@
 
 The script has user and assistant turns across three runs, two tool calls each answered by a
 ``tool`` message linked through ``tool_call_ref``, and a reasoning step. Every message has a
-fixed ``agui_id``, so running the demo again stores nothing new (SPEC section 3,
-idempotent appends).
+fixed ``agui_id``, so running the demo again stores nothing new (an
+append with a stored ``agui_id`` returns the stored message).
 """
 
 from __future__ import annotations

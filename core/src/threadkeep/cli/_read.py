@@ -1,6 +1,6 @@
 """Reading commands: ``threadkeep chats``, ``threadkeep history CHAT_ID``, ``threadkeep stats``.
 
-``chats`` and ``history`` show one page (SPEC section 3, "Pages"): the first page is the
+``chats`` and ``history`` show one page: the first page is the
 newest, items run oldest to newest, and ``--cursor`` takes the ``next_cursor`` a previous
 page printed to walk to older items. ``--json`` prints
 ``{"items": [...], "next_cursor": ..., "has_more": ...}`` with items as the models' JSON.
@@ -225,7 +225,7 @@ async def count_store(store: Store, chat_filter: ChatFilter | None = None) -> di
 
     Reads pages of 200, never a whole table or chat at once, so memory stays flat. Archived
     chats are counted as chats but their messages are not read: reading them would bring
-    them back from the archive (SPEC section 3, "Cold archive").
+    them back from the archive.
 
     Returns:
         ``{"chats": N, "messages": N, "tool_calls": N}``, plus ``"archived_chats": N`` when

@@ -1,7 +1,7 @@
 """Access control: the store is only ever asked with the caller's ``Viewer``.
 
-A principal sees its own chats and the chats shared with one of its teams, in its tenant
-(SPEC section 3, "Deletion and tenancy"); a thread of another agent, tenant or person is
+A principal sees its own chats and the chats shared with one of its teams, in its tenant;
+a thread of another agent, tenant or person is
 answered exactly as an unknown id: ``404 not_found`` (issue 17).
 """
 

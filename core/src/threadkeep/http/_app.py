@@ -50,7 +50,7 @@ def create_app(
             it the run endpoint answers 404 for every agent.
         run_options: ``StorageAgent`` options for every run: ``write_policy``
             (``"incremental"``/``"buffered"``), ``on_error`` (``"keep"``, or ``"discard"``:
-            an errored turn stores nothing, SPEC section 3), ``flush_bytes``,
+            an errored turn stores nothing), ``flush_bytes``,
             ``lease_seconds``. ``user_id``, ``agent_id`` and ``chat_options`` come from
             the caller and the route.
         viewer: Serve the read-only history viewer page at ``/viewer/``.

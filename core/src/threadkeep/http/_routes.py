@@ -1,7 +1,7 @@
-"""The history routes: the design's three paged reads and the writes a chat UI needs.
+"""The history routes: its three paged reads and the writes a chat UI needs.
 
-Paths follow ``../shared/seeds/agent-chat-storage.en.md`` ("Reads: a page, never the whole
-thread"): ``limit`` defaults to 50 and is capped at 200, ``cursor`` walks to older items and
+Every read returns a page, never the whole thread: ``limit`` defaults to 50 and is capped
+at 200, ``cursor`` walks to older items and
 must be one this API issued (else 400 ``invalid_cursor``), answers are
 ``{items, nextCursor, hasMore}`` with items oldest to newest. ``{thread_id}`` is a thread's
 ``threadId`` (its chat id).

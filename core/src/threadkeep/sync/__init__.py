@@ -13,7 +13,13 @@ Each sync store runs its async store on a private event loop thread, so it is sa
 from any thread, including one whose own event loop is running.
 """
 
-from ._portal import BlockingCallOnLoopThread
-from ._store import SyncStore, open_store
+from ._portal import BlockingCallOnLoopThread, OpenTimeout
+from ._store import DEFAULT_OPEN_TIMEOUT, SyncStore, open_store
 
-__all__ = ["BlockingCallOnLoopThread", "SyncStore", "open_store"]
+__all__ = [
+    "DEFAULT_OPEN_TIMEOUT",
+    "BlockingCallOnLoopThread",
+    "OpenTimeout",
+    "SyncStore",
+    "open_store",
+]

@@ -78,7 +78,7 @@ class SyncMethods:
     def append_messages(
         self, chat_id: UUID | str, messages: Sequence[MessageInput]
     ) -> list[Message]:
-        """Append messages in order, all or nothing (SPEC section 3).
+        """Append messages in order, all or nothing.
 
         The store assigns each a ``seq`` strictly greater than every earlier one of the chat.
         A message whose ``agui_id`` is already stored in the chat is not stored again: the
@@ -402,7 +402,7 @@ class SyncMethods:
         """Return the live chat of ``(tenant_id, user_id, thread_id)``, creating it if none.
 
         Idempotent under concurrency: N parallel calls for one key return one chat and never
-        raise for the race (SPEC section 3). When the chat exists, the other arguments are
+        raise for the race. When the chat exists, the other arguments are
         ignored and the stored chat is returned unchanged. After the chat is deleted, the
         same key creates a new chat. The tenant is part of the key: a caller naming tenant
         B never gets tenant A's chat (nor a chat without a tenant), but B's own.
@@ -563,8 +563,8 @@ class SyncMethods:
     def erase_user(self, user_id: str) -> ErasureReceipt:
         """Remove every chat of a person (live, deleted and archived) and all it holds.
 
-        Each chat's bundle goes first, then its hot records (SPEC section 3, "Deletion and
-        tenancy"), so a failure leaves something a retry finds.
+        Each chat's bundle goes first, then its hot records, so a failure leaves something
+        a retry finds.
 
         Args:
             user_id: The person (non-empty), as chats' ``user_id``.
@@ -586,7 +586,7 @@ class SyncMethods:
         """Give a run's still-open messages, nested records and steps their end status.
 
         ``complete`` -> complete / completed, ``interrupted`` -> interrupted,
-        ``errored`` -> errored / failed (AG-UI seed, run-outcome table). Records already
+        ``errored`` -> errored / failed. Records already
         ended keep their status.
 
         Args:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from threadkeep import BackendUnavailable, ThreadkeepError
 
-__all__ = ["BlockingCallOnLoopThread", "LoopThread"]
+__all__ = ["BlockingCallOnLoopThread", "LoopThread", "OpenTimeout"]
 
 _T = TypeVar("_T")
 
@@ -24,6 +24,16 @@ class BlockingCallOnLoopThread(ThreadkeepError, RuntimeError):
     The call would wait for the loop it blocks, forever, so it is refused at once: code
     running on that loop (a coroutine given to ``submit``) awaits ``async_store`` instead.
     A ``RuntimeError`` too, as it was before it joined the ``ThreadkeepError`` tree.
+    """
+
+
+class OpenTimeout(BackendUnavailable, TimeoutError):
+    """A sync store's :meth:`~threadkeep.sync.SyncStore.open` did not finish in time.
+
+    Raised when the backend accepts the connection but does not answer (a hung server, a
+    stalled proxy or load balancer) for ``open_timeout`` seconds. The open is cancelled and
+    the store's loop thread stopped: nothing is left running, and ``open()`` may be called
+    again. A ``BackendUnavailable`` (the operation may be retried) and a ``TimeoutError``.
     """
 
 
@@ -95,13 +105,20 @@ class LoopThread:
         with self._lock:
             self._pending.discard(future)
 
-    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+    def run(self, coroutine: Coroutine[Any, Any, _T], timeout: float | None = None) -> _T:
         """Run ``coroutine`` on the loop, block until it ends, and return its result.
 
         Exceptions the coroutine raises are raised here unchanged. If the waiting thread is
-        interrupted (``KeyboardInterrupt``), the coroutine is cancelled.
+        interrupted (``KeyboardInterrupt``), or ``timeout`` passes, the coroutine is
+        cancelled.
+
+        Args:
+            coroutine: The coroutine to run on the loop.
+            timeout: Seconds to wait at most (``None``: no bound).
 
         Raises:
+            TimeoutError: If ``timeout`` seconds passed first (the coroutine is cancelled;
+                the caller decides what that means).
             BackendUnavailable: If the loop is not running (the store is not open), or is
                 stopped (the store closed by another thread) before the call ends.
             BlockingCallOnLoopThread: If called from the loop's own thread (it would wait
@@ -113,7 +130,7 @@ class LoopThread:
             raise BlockingCallOnLoopThread(msg)
         future = self.submit(coroutine)
         try:
-            return future.result()
+            return future.result(timeout)
         except CancelledError:
             # Only stop() cancels a call (it cancels what is left on the loop).
             raise BackendUnavailable(_CLOSED) from None

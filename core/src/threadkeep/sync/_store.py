@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import AsyncIterable, AsyncIterator, Coroutine, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from itertools import islice
@@ -11,13 +12,21 @@ from typing import Any, Self, TypeVar
 from uuid import UUID
 
 import threadkeep
-from threadkeep import Capabilities, LoadReport, Store
+from threadkeep import Capabilities, InvalidArgument, LoadReport, Store
 from threadkeep._store_load import DEFAULT_LOAD_BATCH, LoadInput
 
 from ._methods import SyncMethods
-from ._portal import LoopThread
+from ._portal import LoopThread, OpenTimeout
 
-__all__ = ["SyncStore", "open_store"]
+__all__ = ["DEFAULT_OPEN_TIMEOUT", "SyncStore", "open_store"]
+
+DEFAULT_OPEN_TIMEOUT = 60.0
+"""Seconds :meth:`SyncStore.open` waits for the backend by default.
+
+Longer than the drivers' own connect and server-selection timeouts (10 to 30 s), so those
+report an unreachable server first, with their own message; this bound catches a server
+that accepts connections and never answers, which would otherwise block ``open()``
+forever."""
 
 _T = TypeVar("_T")
 
@@ -43,9 +52,15 @@ class SyncStore(SyncMethods):
     Args:
         store: An async store that is not open (it is opened on the private loop: a store
             opened on another loop holds connections bound to that loop).
+        open_timeout: Seconds :meth:`open` waits for the backend at most (default
+            :data:`DEFAULT_OPEN_TIMEOUT`, 60); ``None`` waits as long as the driver does.
+
+    Raises:
+        InvalidArgument: If ``open_timeout`` is not a positive number of seconds.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, open_timeout: float | None = DEFAULT_OPEN_TIMEOUT) -> None:
+        self._open_timeout = _checked_timeout(open_timeout)
         self._store = store
         self._loop_thread = LoopThread(f"threadkeep-sync:{type(store.driver).__name__}")
 
@@ -99,12 +114,22 @@ class SyncStore(SyncMethods):
             The sync store itself, so ``store = open_store(url).open()`` works.
 
         Raises:
+            OpenTimeout: If the backend has not answered within ``open_timeout`` seconds
+                (a server that accepts connections and never answers): the open is
+                cancelled and the loop thread stopped, so nothing is left running.
             BackendUnavailable: If the backend cannot be reached (the loop is stopped
                 again).
         """
         self._loop_thread.start()
         try:
-            self._run(self._store.open())
+            self._loop_thread.run(self._store.open(), self._open_timeout)
+        except TimeoutError:
+            self._loop_thread.stop()  # cancels what the open left on the loop, joins it
+            msg = (
+                f"the backend did not answer within {self._open_timeout:g} s while the "
+                "store opened (a hung or overloaded server?); raise open_timeout to wait longer"
+            )
+            raise OpenTimeout(msg) from None
         except BaseException:
             self._loop_thread.stop()
             raise
@@ -181,14 +206,22 @@ async def _off_loop(items: Iterator[_T], size: int) -> AsyncIterator[_T]:
             yield item
 
 
-def open_store(url: str | None = None, **options: Any) -> SyncStore:
+def open_store(
+    url: str | None = None,
+    *,
+    open_timeout: float | None = DEFAULT_OPEN_TIMEOUT,
+    **options: Any,
+) -> SyncStore:
     """Return an unopened blocking store for ``url`` (use it with ``with``).
 
-    The sync twin of :func:`threadkeep.open_store`, with the same arguments.
+    The sync twin of :func:`threadkeep.open_store`, with the same arguments, and one more.
 
     Args:
         url: The store URL; default ``THREADKEEP_URL``, then the settings file, then the
             embedded SQLite file ``./threadkeep.db``.
+        open_timeout: Seconds ``open()`` waits for the backend at most (default
+            :data:`DEFAULT_OPEN_TIMEOUT`, 60; ``None``: as long as the driver waits);
+            past it ``open()`` raises :class:`OpenTimeout`.
         **options: Driver options, as for :func:`threadkeep.open_store`.
 
     Returns:
@@ -196,6 +229,20 @@ def open_store(url: str | None = None, **options: Any) -> SyncStore:
 
     Raises:
         UnknownDriver: If no installed driver serves the URL's scheme.
-        InvalidArgument: If the URL or an option is invalid.
+        InvalidArgument: If the URL, ``open_timeout`` or an option is invalid.
     """
-    return SyncStore(threadkeep.open_store(url, **options))
+    timeout = _checked_timeout(open_timeout)  # before the driver is built
+    return SyncStore(threadkeep.open_store(url, **options), open_timeout=timeout)
+
+
+def _checked_timeout(value: object) -> float | None:
+    """Return ``value`` as seconds, or ``None``; refuse anything but a positive number."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        msg = f"open_timeout must be a number of seconds or None, not {type(value).__name__}"
+        raise InvalidArgument(msg)
+    if not math.isfinite(value) or value <= 0:
+        msg = f"open_timeout must be a positive, finite number of seconds, not {value!r}"
+        raise InvalidArgument(msg)
+    return float(value)
