@@ -79,3 +79,37 @@ def test_a_field_of_the_wrong_type_is_a_one_line_usage_error(
     assert result.exit_code == 2, line
     assert "unexpected" not in line, line
     assert cli.json("stats", "--json", "--url", memory_url)["chats"] == 0
+
+
+def test_two_events_with_one_id_are_refused_before_anything_is_written(
+    cli, tmp_path: Path, memory_url: str
+):
+    # Before, the store's batch check refused the pair as an IdempotencyConflict after the
+    # chat was created: "events.json was imported before with different content" on an
+    # empty store, exit status 1, and an empty chat left behind.
+    source = FIXTURES / "openhands" / "events.json"
+    events = json.loads(source.read_text(encoding="utf-8"))
+    events[-1]["id"] = events[-4]["id"]
+    target = tmp_path / "events.json"
+    target.write_text(json.dumps(events), encoding="utf-8")
+    result = cli("import", str(target), "--format", "openhands", "--url", memory_url)
+    line = cli.one_line_error(result, "events.json", f"'openhands:{events[-4]['id']}'")
+    assert result.exit_code == 2, line
+    assert "imported before" not in line, line
+    assert cli.json("stats", "--json", "--url", memory_url)["chats"] == 0
+
+
+def test_an_event_repeated_whole_still_imports(cli, tmp_path: Path, memory_url: str):
+    source = FIXTURES / "openhands" / "events.json"
+    events = json.loads(source.read_text(encoding="utf-8"))
+    target = tmp_path / "events.json"
+    target.write_text(json.dumps([*events, events[1]]), encoding="utf-8")
+    once = tmp_path / "once" / "events.json"
+    once.parent.mkdir()
+    once.write_text(json.dumps(events), encoding="utf-8")
+    assert cli("import", str(once), "--format", "openhands", "--url", memory_url).exit_code == 0
+    expected = cli.json("stats", "--json", "--url", memory_url)
+    other = f"{memory_url}-repeated"
+    result = cli("import", str(target), "--format", "openhands", "--url", other)
+    assert result.exit_code == 0, result.output
+    assert cli.json("stats", "--json", "--url", other) == expected

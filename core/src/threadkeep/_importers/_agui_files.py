@@ -359,4 +359,5 @@ def _normalize_part(part: Any) -> Any:
     else:
         source = {"type": "url", "value": part.get("url") or part.get("id") or ""}
         source |= {"mimeType": mime} if mime else {}
-    return {"type": "image" if mime.startswith("image/") else "document", "source": source}
+    image = isinstance(mime, str) and mime.startswith("image/")  # else validation refuses it
+    return {"type": "image" if image else "document", "source": source}

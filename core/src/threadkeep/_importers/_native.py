@@ -105,6 +105,7 @@ def check_conversations(
             record_body(chat)
         except InvalidArgument as exc:
             raise type(exc)(f"{conversation.where}: {exc}") from exc
+        _refuse_reused_ids(conversation, store.max_message_bytes)
         earlier = first_with.setdefault(conversation.thread_id, conversation.where)
         if earlier is not conversation.where:
             msg = (
@@ -112,6 +113,34 @@ def check_conversations(
                 f"{earlier.removeprefix(source + ': ')}; keys within an import must be unique"
             )
             raise InvalidArgument(msg)
+
+
+def _refuse_reused_ids(conversation: Conversation, max_message_bytes: int) -> None:
+    """Refuse two messages of one conversation holding one ``agui_id`` with other content.
+
+    The store dedups a batch by ``agui_id`` and refuses such a pair only once the chat
+    exists (``IdempotencyConflict``, read as "imported before"); a source that repeats an
+    id (two OpenHands events with one ``id``) is malformed, and is refused here, before
+    anything is written. The same message repeated (the store's payload fingerprint is
+    equal, as its batch check compares them) is harmless and passes.
+    """
+    seen: dict[str, Message] = {}
+    for message in conversation.messages:
+        if message.agui_id is None:
+            continue
+        earlier = seen.setdefault(message.agui_id, message)
+        if earlier is not message and _fingerprint(earlier, max_message_bytes) != _fingerprint(
+            message, max_message_bytes
+        ):
+            msg = (
+                f"{conversation.where}: two messages have the id {message.agui_id!r} with "
+                "different content; ids must be unique within a conversation"
+            )
+            raise InvalidArgument(msg)
+
+
+def _fingerprint(message: Message, max_message_bytes: int) -> str:
+    return encode_for_load(message, max_message_bytes).fingerprint
 
 
 async def store_conversations(

@@ -50,7 +50,8 @@ def parse_event(data: Mapping[str, Any]) -> BaseEvent:
     Raises:
         InvalidArgument: If ``data`` is not an object with a string ``type``, or a known
             event misses a required field (for example ``TEXT_MESSAGE_START`` without
-            ``messageId``); the message names the type and the fields.
+            ``messageId``) or has one of a JSON type its rules cannot read; the message
+            names the type and the fields.
     """
     if not isinstance(data, Mapping) or not isinstance(data.get("type"), str):
         raise InvalidArgument("an AG-UI event is a JSON object with a string 'type'")
@@ -60,6 +61,11 @@ def parse_event(data: Mapping[str, Any]) -> BaseEvent:
     except ValidationError as exc:
         fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
         raise InvalidArgument(f"invalid {data['type']} event ({fields})") from exc
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        # A field of a JSON type the dialect rules do not expect (a list where a role or an
+        # id goes): the event is malformed, as one that does not validate.
+        detail = f"{type(exc).__name__}: {exc}"
+        raise InvalidArgument(f"invalid {data['type']} event (a field's type: {detail})") from exc
 
 
 def coerce(event: BaseEvent) -> BaseEvent:
