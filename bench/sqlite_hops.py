@@ -10,7 +10,8 @@ thread and then for the event loop, so on a loaded machine hops cost wall time b
 CPU. This counts them per public call (a wrapper around ``_execute``) and times the CPU of
 this process per call (``time.process_time``, minimum and median of ``--reps`` repetitions
 of ``--calls`` calls), for the chat reads, the message reads, an append and a short AG-UI
-run (``StorageAgent``: the user message, one assistant message, ``RUN_FINISHED``).
+run (``StorageAgent``, both write policies, on a chat created in the same call: the user
+message, one assistant message, ``RUN_FINISHED``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from ag_ui.core import (
 )
 
 from threadkeep import ChatFilter, Message, Store
-from threadkeep.agui import StorageAgent
+from threadkeep.agui import StorageAgent, WritePolicy
 from threadkeep_sql import SqlStore
 
 HOPS = [0]
@@ -48,7 +49,7 @@ _EXECUTE = aiosqlite.Connection._execute
 
 async def _counted(self: aiosqlite.Connection, fn: Any, *args: Any, **kwargs: Any) -> Any:
     HOPS[0] += 1
-    return await _EXECUTE(self, fn, *args, **kwargs)
+    return await _EXECUTE(self, fn, *args, **kwargs)  # type: ignore[no-untyped-call]
 
 
 class OneMessageAgent:
@@ -88,14 +89,19 @@ def calls(store: Store, data: dict[str, Any]) -> dict[str, Callable[[int], Await
     async def append(i: int) -> None:
         await store.append_message(chat_id, Message(role="user", content=f"more {i}"))
 
-    async def agui(i: int) -> None:
-        thread = f"run-{uuid.uuid4().hex}"
-        await store.create_chat("agui-user", thread)
-        wrapper = StorageAgent(OneMessageAgent(), store, user_id="agui-user")
-        user = UserMessage(id=f"u-{i}", content="hello")
-        events = wrapper.run(RunAgentInput(thread_id=thread, run_id=f"r{i}", messages=[user]))
-        async for _ in events:
-            pass
+    def agui(policy: WritePolicy) -> Callable[[int], Awaitable[None]]:
+        async def run(i: int) -> None:
+            thread = f"run-{uuid.uuid4().hex}"
+            await store.create_chat("agui-user", thread)
+            wrapper = StorageAgent(
+                OneMessageAgent(), store, user_id="agui-user", write_policy=policy
+            )
+            user = UserMessage(id=f"u-{i}", content="hello")
+            events = wrapper.run(RunAgentInput(thread_id=thread, run_id=f"r{i}", messages=[user]))
+            async for _ in events:
+                pass
+
+        return run
 
     return {
         "get_chat": lambda _: store.get_chat(chat_id),
@@ -109,7 +115,8 @@ def calls(store: Store, data: dict[str, Any]) -> dict[str, Callable[[int], Await
         "get_message_by_agui_id": lambda _: store.get_message_by_agui_id(chat_id, "m10"),
         "context_messages": lambda _: store.context_messages(chat_id),
         "append_message": append,
-        "AG-UI short run (+ create_chat)": agui,
+        "AG-UI short run, incremental (+ create_chat)": agui("incremental"),
+        "AG-UI short run, buffered (+ create_chat)": agui("buffered"),
     }
 
 

@@ -15,10 +15,12 @@ connections behind a :class:`~threadkeep_sql._runner.Runner` for the hot paths):
   locked". SQLAlchemy rolls back on any exception, so a failed write never leaves a
   transaction open.
 
-SQLite also runs with WAL, a 30 s busy timeout and, inside one process, an ``asyncio.Lock``
-that queues writers before they take a pooled connection (cheaper than the busy handler's
-sleeps). ``sqlite+aiosqlite:///:memory:`` is one shared connection (``StaticPool``) behind a
-lock that every operation takes.
+SQLite also runs with WAL and ``synchronous=NORMAL`` (a commit does not wait for ``fsync``
+of the database file: it survives an application crash, not necessarily a power loss; the
+documented defaults, ``docs/performance.md``), a 30 s busy timeout and, inside one
+process, an ``asyncio.Lock`` that queues writers before they take a pooled connection
+(cheaper than the busy handler's sleeps). ``sqlite+aiosqlite:///:memory:`` is one shared
+connection (``StaticPool``) behind a lock that every operation takes.
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ _TEXT_OR_NULL = frozenset({str, type(None)})
 _parse = datetime.fromisoformat
 _new = object.__new__
 _set = object.__setattr__  # UUID is immutable: its own __setattr__ refuses
+_UNKNOWN = SafeUUID.unknown  # looked up once: an enum member's access runs Python code
 
 
 def _when(process: Process) -> Process:
@@ -85,7 +86,7 @@ def _uuid(value: Any) -> Any:
         if number >= 0:
             made = _new(UUID)
             _set(made, "int", number)
-            _set(made, "is_safe", SafeUUID.unknown)
+            _set(made, "is_safe", _UNKNOWN)
             return made
     try:
         return UUID(value)

@@ -1,7 +1,9 @@
 """Runners: how a prebuilt statement reaches the database on the hot paths.
 
-Every statement is built with SQLAlchemy Core. On SQLite a :class:`Runner` executes it through
-the SQLAlchemy connection. On PostgreSQL a :class:`PgRunner` runs it on the pooled
+Every statement is built with SQLAlchemy Core. On SQLite a read runs on the connection's
+thread in one hop (``threadkeep_sql._lite.LiteRunner``, a :class:`Runner` without a
+SQLAlchemy connection) and a write through the SQLAlchemy connection (:class:`Runner`). On
+PostgreSQL a :class:`PgRunner` runs it on the pooled
 connection's asyncpg connection (``AsyncConnection.get_raw_connection().driver_connection``,
 SQLAlchemy's documented escape hatch): the statement is compiled once to the PostgreSQL
 dialect (:class:`RawStatement`), its parameters go through the column types' bind processors
