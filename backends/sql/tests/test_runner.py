@@ -140,3 +140,17 @@ async def test_a_statement_cache_turned_off_keeps_no_statements(pg_schema) -> No
         await store.append_message(chat.chat_id, {"role": "user", "content": "hi"})
         assert [m.content for m in (await store.list_messages(chat.chat_id)).items] == ["hi"]
         assert store.driver.db._prepared is None
+
+
+async def test_past_the_limit_statements_run_unkept(pg_schema, monkeypatch) -> None:
+    from threadkeep_sql import _runner
+
+    url, schema = pg_schema
+    monkeypatch.setattr(_runner, "MAX_PREPARED", 1)
+    async with SqlStore(url, schema=schema, pool_size=1) as store:
+        async with store.driver.db.runner() as run:
+            assert await run.scalar(sa.text("SELECT 1")) == 1
+            assert await run.scalar(sa.text("SELECT 2")) == 2  # not kept: Connection.fetch
+            assert await run.scalar(sa.text("SELECT 1")) == 1
+        (kept,) = _kept(store)
+        assert list(kept) == ["SELECT 1"]

@@ -208,8 +208,10 @@ def page_from_json(
     records = _validated(model, bodies)
     if records is None:
         return None
-    # Per record: ``__dict__.update(zip(names, values))`` and the fields set; as C loops.
-    values = zip(*checked, strict=True)
-    deque(map(dict.update, map(_DICT, records), map(zip, repeat(names), values)), 0)
+    # Per record, ``__dict__.update(zip(names, values))`` and the fields set, as C loops: one
+    # ``setitem`` pass per column (no zip object and pairs per record: half the time).
+    dicts = list(map(_DICT, records))
+    for name, column in zip(names, checked, strict=True):
+        deque(map(operator.setitem, dicts, repeat(name), column), 0)
     deque(map(set.update, map(_FIELDS_SET, records), repeat(keys)), 0)
     return records

@@ -20,7 +20,7 @@ wrapper: measured per call in ``docs/performance.md``). A statement the server n
 accepts as prepared (a schema change altered its result type, or the server forgot it) is
 prepared again and run once more, as asyncpg does for its own cache outside a transaction.
 Behind a transaction-mode pooler this runner is not used at all (``Database``), and a URL
-with ``statement_cache_size=0`` turns the kept statements off.
+with ``prepared_statement_cache_size=0`` turns the kept statements off.
 
 Native errors are mapped where the connection is taken (``Database.runner``), so asyncpg
 errors go through the driver's one ``map_native_errors`` like any other.
