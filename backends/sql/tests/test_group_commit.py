@@ -474,3 +474,34 @@ async def test_a_store_caller_cancelled_in_flight_is_written_whole_without_a_shi
     assert [m.agui_id for m in stored.values()] == ["ax"]
     again = await pg_store.append_message(chat.chat_id, _user("x"))  # a retry: stored whole
     assert again == stored[1]
+
+
+async def test_a_group_keeps_given_and_missing_columns_apart(
+    pg_store: SqlStore, groups: list[int]
+) -> None:
+    # Columns no message of a group has go as one NULL (unnest pads them); a group with
+    # some given keeps each message's own value, and created_at defaults to the write time.
+    chat = await pg_store.create_chat("u", "columns")
+    given = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    shapes: list[dict[str, Any]] = [
+        {},
+        {"run_id": "r1", "created_at": given},
+        {"block_id": "b\\%_1", "request_id": "q1"},
+        {},
+        {},
+    ]
+    returned = await asyncio.gather(
+        *(pg_store.append_message(chat.chat_id, _user(f"c{n}", **f)) for n, f in enumerate(shapes))
+    )
+    assert sum(groups) == len(shapes) - MAX_INFLIGHT
+    stored = await _stored_by_seq(pg_store, chat.chat_id)
+    for message, shape in zip(returned, shapes, strict=True):
+        row = stored[message.seq]
+        assert row == message
+        for field in ("run_id", "request_id", "block_id"):
+            assert getattr(row, field) == shape.get(field)
+        assert row.created_at == shape.get("created_at", row.updated_at)
+    page = await pg_store.list_messages(chat.chat_id, message_filter={"block_id": "b\\%_1"})
+    assert [m.agui_id for m in page.items] == ["ac2"]
+    # Only the group's own rows are written with these columns.
+    assert {m.run_id for m in stored.values()} == {None, "r1"}

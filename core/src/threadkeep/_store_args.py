@@ -85,6 +85,8 @@ def as_items(values: object, what: str) -> Sequence[Any]:
     Raises:
         InvalidArgument: If it is not a sequence, or is a ``str``/``bytes`` or mapping.
     """
+    if type(values) is list or type(values) is tuple:  # the common case, without the ABC check
+        return values
     if isinstance(values, Sequence) and not isinstance(values, str | bytes | bytearray):
         return values
     msg = f"{what} must be a list or tuple, not {type(values).__name__}"

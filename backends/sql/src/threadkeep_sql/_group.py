@@ -7,13 +7,15 @@ one round trip (a ``send`` that wakes a server process, a ``recv``) per append.
 
 - **Flush policy.** An append (a *call*: one message, or a batch of up to
   :data:`MAX_CALL_MESSAGES`) is sent at once, as the plain one-statement append of
-  :mod:`threadkeep_sql._pg_append`, when fewer than :data:`MAX_INFLIGHT` statements are in
-  flight: a lone writer, or the first of writers woken together, waits for nothing. Calls
-  that arrive while :data:`MAX_INFLIGHT` statements are in flight queue, and the queue goes
-  out as one group the moment a statement comes back, so the connection is busy again at
-  once and the callers that became ready during a round trip share the next one. A group
-  holds up to :data:`MAX_GROUP_MESSAGES` messages, oldest calls first (FIFO, so no caller
-  is overtaken for long); a group of one call is sent as the plain append.
+  :mod:`threadkeep_sql._pg_append`, when the committer is idle (no statement in flight,
+  :data:`MAX_INFLIGHT`, and none just returned): a lone writer waits for no loop iteration.
+  Calls that arrive while a statement is in flight queue. When a statement returns, the
+  queue goes out as one group at the end of the next loop iteration: the callers that
+  statement woke run in that iteration and most append again at once, so they join the
+  group instead of the first of them going alone and the rest after it (which halves the
+  group and doubles the round trips: measured, ``bench/README.md``). A group holds up to
+  :data:`MAX_GROUP_MESSAGES` messages, oldest calls first (FIFO, so no caller is overtaken
+  for long); a group of one call is sent as the plain append.
 - **The statement** (:func:`group_statement`): the group's rows go in as one array per column
   (``unnest``); it locks the group's chats in ``chat_id`` order (two groups, or a group and
   any other writer, never deadlock), leaves out every call one of whose ``agui_id`` values its
@@ -58,7 +60,6 @@ any write.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -71,7 +72,7 @@ from sqlalchemy import TextClause, text
 from threadkeep import BackendUnavailable, PreparedMessage
 
 from ._errors import _chain
-from ._pg_append import column_arrays, nested_refs
+from ._pg_append import column_arrays, nested_refs, or_null
 from ._runner import Runner
 
 __all__ = [
@@ -89,22 +90,30 @@ still goes, alone)."""
 MAX_CALL_MESSAGES = 64
 """Calls of more messages than this bypass the committer (one statement of their own)."""
 
-MAX_INFLIGHT = int(os.environ.get("THREADKEEP_GROUP_INFLIGHT", "1"))
+MAX_INFLIGHT = 1
 """Statements (lone calls or groups) of one store in flight at once. A call that finds
-fewer in flight is sent at once; the rest queue and go as one group when a statement comes
-back, so the number of connections busy with appends stays at this however many writers.
-(``THREADKEEP_GROUP_INFLIGHT`` sets it for experiments; see ``bench/README.md``.)"""
+none in flight (and no statement just returned) is sent at once; the rest queue and go
+as one group. One keeps the writers woken by a statement together: with two, 8 writers
+split into a group of 7 and a lone call in flight side by side for good, at more client
+CPU a message (``bench/README.md``, "Group commit")."""
 
+# ``ord`` (the row's place in the group, from 0) comes from ``WITH ORDINALITY`` and
+# ``created_at`` defaults to the call's ``updated_at`` here, and an array of NULLs is sent
+# as one NULL (multi-argument ``unnest`` pads it): asyncpg checks every element of every
+# array it encodes, which was the largest share of a group's client CPU.
 _UNNEST = """
-    SELECT * FROM unnest(CAST(:ords AS int[]), CAST(:calls AS int[]), CAST(:chat_ids AS uuid[]),
-                         CAST(:message_ids AS uuid[]), CAST(:agui_ids AS text[]),
-                         CAST(:roles AS text[]), CAST(:kinds AS text[]),
-                         CAST(:run_ids AS text[]), CAST(:request_ids AS text[]),
-                         CAST(:block_ids AS text[]), CAST(:created_ats AS timestamptz[]),
-                         CAST(:updated_ats AS timestamptz[]), CAST(:fingerprints AS text[]),
-                         CAST(:bodies AS text[]))
-           AS u(ord, call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
-                block_id, created_at, updated_at, fingerprint, body)"""
+    SELECT n - 1 AS ord, call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
+           block_id, COALESCE(created_at, updated_at) AS created_at, updated_at, fingerprint,
+           body
+      FROM unnest(CAST(:calls AS int[]), CAST(:chat_ids AS uuid[]),
+                  CAST(:message_ids AS uuid[]), CAST(:agui_ids AS text[]),
+                  CAST(:roles AS text[]), CAST(:kinds AS text[]),
+                  CAST(:run_ids AS text[]), CAST(:request_ids AS text[]),
+                  CAST(:block_ids AS text[]), CAST(:created_ats AS timestamptz[]),
+                  CAST(:updated_ats AS timestamptz[]), CAST(:fingerprints AS text[]),
+                  CAST(:bodies AS text[])) WITH ORDINALITY
+           AS u(call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
+                block_id, created_at, updated_at, fingerprint, body, n)"""
 
 _GROUP = f"""
 WITH u AS MATERIALIZED ({_UNNEST}
@@ -240,20 +249,18 @@ def _keys(chat_id: UUID, items: Sequence[PreparedMessage]) -> frozenset[tuple[UU
 def group_statement(group: Sequence[_Call]) -> tuple[TextClause, dict[str, Any]]:
     """Return the statement writing ``group`` (two calls or more) and its parameters.
 
-    Each message is one row of the arrays; ``ords`` numbers the rows in queue order and
-    ``calls`` names each row's call (its index in ``group``), which the result rows carry.
+    Each message is one row of the arrays, in queue order (``WITH ORDINALITY`` numbers
+    them); ``calls`` names each row's call (its index in ``group``), which the result rows
+    carry. An array holding only NULLs is sent as NULL (``or_null``).
     """
     rows = [(n, call, item) for n, call in enumerate(group) for item in call.items]
     messages = [item.message for _, _, item in rows]
     params: dict[str, Any] = {
-        "ords": list(range(len(rows))),
         "calls": [n for n, _, _ in rows],
         "chat_ids": [call.chat_id for _, call, _ in rows],
         "chat_set": sorted({call.chat_id for call in group}),
         **column_arrays(messages),
-        "created_ats": [
-            m.created_at or call.now for m, (_, call, _) in zip(messages, rows, strict=True)
-        ],
+        "created_ats": or_null([m.created_at for m in messages]),  # NULL: the call's now
         "updated_ats": [call.now for _, call, _ in rows],
         "fingerprints": [item.fingerprint for _, _, item in rows],
         "bodies": [item.body for _, _, item in rows],
@@ -283,6 +290,7 @@ class GroupCommitter:
         self._queue: list[_Call] = []
         self._sending: set[tuple[UUID, str]] = set()
         self._drainers: set[asyncio.Task[None]] = set()
+        self._flush_soon: asyncio.Handle | None = None
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -320,8 +328,8 @@ class GroupCommitter:
         call = _Call(chat_id, items, now)
         self._queue.append(call)
         self._idle.clear()
-        if self._inflight < MAX_INFLIGHT:
-            self._flush()  # send at once: nothing waits for a loop iteration
+        if self._inflight < MAX_INFLIGHT and self._flush_soon is None:
+            self._flush()  # idle: send at once, nothing waits for a loop iteration
         if whole:
             result, cancelled = await call.outcome()
             if cancelled:
@@ -350,8 +358,21 @@ class GroupCommitter:
         if not self._inflight and not self._queue:
             self._idle.set()
 
+    def _send_soon(self) -> None:
+        """Flush at the end of the next loop iteration (once, however many ask)."""
+        if self._flush_soon is None:
+            self._flush_soon = asyncio.get_running_loop().call_soon(self._arrived)
+
+    def _arrived(self) -> None:
+        """The end of the loop iteration in which calls arrived: send them."""
+        self._flush_soon = None
+        self._flush()
+
     def _flush(self) -> None:
         """Send queued calls as groups while fewer than :data:`MAX_INFLIGHT` are in flight."""
+        if self._flush_soon is not None:  # called at once (a group finished): no second run
+            self._flush_soon.cancel()
+            self._flush_soon = None
         loop = asyncio.get_running_loop()
         while self._queue and self._inflight < MAX_INFLIGHT:
             queue = self._queue
@@ -379,7 +400,10 @@ class GroupCommitter:
                 if call.keys:
                     self._sending -= call.keys
             self._inflight -= 1
-            self._flush()
+            # The callers this statement woke run in the next loop iteration, and most
+            # append again at once: send the queue at the end of that iteration, so they
+            # join it instead of the first of them going alone (and the rest after it).
+            self._send_soon()
 
     async def _write(self, group: list[_Call]) -> None:
         if len(group) == 1:

@@ -40,6 +40,7 @@ __all__ = [
     "column_arrays",
     "key_param",
     "nested_refs",
+    "or_null",
 ]
 
 
@@ -134,16 +135,29 @@ APPEND_BATCH: TextClause = text(_BATCH.format(refs=""))
 APPEND_BATCH_REFS: TextClause = text(_BATCH.format(refs=_BATCH_REFS))
 
 
-def column_arrays(messages: Sequence[Message]) -> dict[str, list[Any]]:
-    """The per-message columns of an ``unnest`` append as arrays, key columns escaped."""
+def or_null(values: list[Any]) -> list[Any] | None:
+    """``values``, or ``None`` when every one is ``None``.
+
+    For a column of a multi-argument ``unnest``, which pads a NULL array with NULLs: one
+    NULL instead of an array whose every element asyncpg would check and encode.
+    """
+    return None if all(value is None for value in values) else values
+
+
+def column_arrays(messages: Sequence[Message]) -> dict[str, list[Any] | None]:
+    """The per-message columns of an ``unnest`` append as arrays, key columns escaped.
+
+    ``run_ids``, ``request_ids`` and ``block_ids`` are ``None`` when no message has one
+    (:func:`or_null`: every statement using these unnests them with other arrays).
+    """
     return {
         "message_ids": [m.message_id for m in messages],
         "agui_ids": [key_param(m.agui_id) for m in messages],
         "roles": [m.role.value for m in messages],
         "kinds": [m.kind.value for m in messages],
-        "run_ids": [key_param(m.run_id) for m in messages],
-        "request_ids": [key_param(m.request_id) for m in messages],
-        "block_ids": [key_param(m.block_id) for m in messages],
+        "run_ids": or_null([key_param(m.run_id) for m in messages]),
+        "request_ids": or_null([key_param(m.request_id) for m in messages]),
+        "block_ids": or_null([key_param(m.block_id) for m in messages]),
     }
 
 
