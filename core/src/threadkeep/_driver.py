@@ -292,6 +292,11 @@ class BulkLoadDriver(Protocol):
         stored; ``None`` overall (writing nothing) if the chat is missing, deleted or
         archived. Batches are up to ``MAX_LOAD_BATCH`` messages; ``Store`` guarantees no
         two share an ``agui_id``. Without it ``Store`` writes through ``insert_messages``.
+
+        The messages are the caller's as given: their store-assigned fields (``chat_id``,
+        ``seq``, ``revision``, ``updated_at``, ``deleted_at``) may hold anything and must
+        be ignored; the row takes ``chat_id``, the new seq and ``now`` from the arguments
+        (``created_at`` is the message's, or ``now`` when it has none).
         """
 
 
