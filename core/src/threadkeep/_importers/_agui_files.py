@@ -227,6 +227,7 @@ def _events(
 
 _PARSER: ContextVar[Callable[[Any], BaseEvent]] = ContextVar("tk_agui_parser", default=parse_event)
 _LIFECYCLE = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"})
+_PLACEHOLDER = BaseEvent.model_construct(type="RAW")
 
 
 def _outline_event(item: Any) -> BaseEvent:
@@ -240,7 +241,7 @@ def _outline_event(item: Any) -> BaseEvent:
         raise InvalidArgument("not an event")
     if kind.upper() in _LIFECYCLE:
         return parse_event(item)
-    return BaseEvent.model_construct(type=kind)
+    return _PLACEHOLDER  # never folded: the outline only splits recordings into runs
 
 
 def scan_recordings(path: Path) -> list[Recording] | None:
