@@ -90,10 +90,10 @@ from ._runs import Run, RunStatus, Step, StepStatus, StepType
 from ._schema_migrations import SchemaMigrations, SchemaRevision
 from ._settings import DEFAULT_URL, Settings, load_settings
 from ._store import Store
+from ._store_chat_load import ChatLoad, ChatLoadResult
 from ._store_chats import ErasureReceipt
 from ._store_context import trim_orphan_tool_results
 from ._store_core import as_utc
-from ._store_chat_load import ChatLoad, ChatLoadResult
 from ._store_load import LoadReport
 
 # One source for the version: the distribution's metadata, written from core/pyproject.toml.

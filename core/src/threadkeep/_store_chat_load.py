@@ -179,7 +179,8 @@ class ChatLoadOps(Component):
         steps = [as_model(Step, s, f"{where}.steps[{i}]") for i, s in enumerate(item.steps)]
         if (runs or steps) and not self._ctx.capabilities.steps:
             raise CapabilityNotSupported("runs and steps need the 'steps' capability")
-        for record in (*runs, *steps):
+        records: list[Run | Step] = [*runs, *steps]
+        for record in records:
             if record.chat_id != chat.chat_id:
                 raise InvalidArgument(f"{where}: its runs and steps are of chat {chat.chat_id}")
             self._ctx.records.record_body(record)

@@ -32,11 +32,11 @@ from threadkeep.driver import LoadedChat
 
 from ._archive import step_values
 from ._base import SqlBase, message_values, ref_values
-from ._chats import CHAT_COLUMNS, _chat_columns
+from ._chats import _chat_columns
 from ._errors import is_unique_violation
 from ._lite import LiteOps, run_on_thread
 from ._runs import run_values
-from ._schema import chats, message_refs, messages, runs, steps
+from ._schema import CHAT_COLUMNS, chats, message_refs, messages, runs, steps
 
 __all__ = ["LoadChatsMixin"]
 

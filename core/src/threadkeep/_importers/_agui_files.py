@@ -32,6 +32,7 @@ from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
+    EventType,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
@@ -227,7 +228,7 @@ def _events(
 
 _PARSER: ContextVar[Callable[[Any], BaseEvent]] = ContextVar("tk_agui_parser", default=parse_event)
 _LIFECYCLE = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"})
-_PLACEHOLDER = BaseEvent.model_construct(type="RAW")
+_PLACEHOLDER = BaseEvent.model_construct(type=EventType.RAW)
 
 
 def _outline_event(item: Any) -> BaseEvent:
