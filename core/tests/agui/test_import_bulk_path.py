@@ -255,3 +255,25 @@ async def test_runs_sharing_a_chat_take_the_ordinary_path_and_prove_it(store, tm
         second = await import_agui(store, root, user_id="u", thread_scope=scope)
     assert dict(again) == {}
     assert second.messages_present == first.messages_created
+
+
+async def test_a_changed_recording_is_imported_again_not_reported_present(store, tmp_path):
+    root = tmp_path / "recordings"
+    write_recordings(root)
+    first = await import_agui(store, root, user_id="u")
+    response = root / "tool-result" / "response.jsonl"
+    events = [json.loads(line) for line in response.read_text().splitlines()]
+    events[-1:-1] = text("a-late", "one more")  # before RUN_FINISHED
+    response.write_text("".join(json.dumps(e) + "\n" for e in events))
+    with count_store_writes(store) as writes:
+        again = await import_agui(store, root, user_id="u")
+    assert writes.total() > 0
+    assert again.chats_present == 6  # the chat of the changed recording is found, not made
+    # Its run is another recording's now ("r#2"): its records are new, the prompt is stored.
+    assert again.messages_created == 4
+    assert again.messages_present == first.messages_created - 4  # the other chats' messages
+    chat = await store.find_chat("u", "agui:tool-result:t")
+    assert chat is not None
+    late = await store.get_message_by_agui_id(chat.chat_id, "a-late")
+    assert late is not None
+    assert late.run_id == "r#2"

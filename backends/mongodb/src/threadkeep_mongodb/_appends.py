@@ -13,9 +13,9 @@ import asyncio
 import functools
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from pymongo import ReturnDocument
@@ -33,6 +33,7 @@ __all__ = ["MongoAppendsMixin"]
 _APPEND_ATTEMPTS = 3
 _NO_SEQ = 2**62  # above every seq: ``$lt`` of it keeps a seq stored as another type out
 _log = logging.getLogger("threadkeep_mongodb")
+T = TypeVar("T")
 
 
 def _held(stored: dict[str | None, Document], agui_id: str) -> tuple[str, Document] | None:
@@ -68,11 +69,19 @@ class MongoAppendsMixin(MongoBase):
     async def _insert_queued(
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[tuple[Message, bool]] | None:
+        return await self._appending(
+            chat_id, "append messages", lambda s: self._append(chat_id, messages, now, s)
+        )
+
+    async def _appending(
+        self, chat_id: UUID, what: str, work: Callable[[Session], Awaitable[T]]
+    ) -> T:
+        """Run an append's ``work`` atomically, repairing a counter behind a stored row once."""
         repaired = False
-        with map_errors("append messages"):
+        with map_errors(what):
             for attempt in range(1, _APPEND_ATTEMPTS + 2):
                 try:
-                    return await self._write(lambda s: self._append(chat_id, messages, now, s))
+                    return await self._write(work)
                 except PyMongoError as exc:
                     key = duplicate_key_pattern(exc) if is_duplicate_key(exc) else {}
                     if "seq" in key and not repaired:
@@ -149,13 +158,17 @@ class MongoAppendsMixin(MongoBase):
         return results
 
     async def _stored_by_agui(
-        self, chat_id: UUID, messages: Sequence[PreparedMessage], session: Session
+        self,
+        chat_id: UUID,
+        messages: Sequence[PreparedMessage],
+        session: Session,
+        projection: dict[str, int] | None = None,
     ) -> dict[str | None, Document]:
         aguis = [m.message.agui_id for m in messages if m.message.agui_id is not None]
         if not aguis:
             return {}
         cursor = self._cols.messages.find(
-            {"chat_id": chat_id, "agui_id": {"$in": aguis}}, session=session
+            {"chat_id": chat_id, "agui_id": {"$in": aguis}}, projection, session=session
         )
         return {doc["agui_id"]: doc async for doc in cursor}
 
@@ -200,14 +213,19 @@ class MongoAppendsMixin(MongoBase):
         return doc, chunks
 
     async def _insert_docs(
-        self, docs: list[Document], chunks: list[Document], session: Session
+        self,
+        docs: list[Document],
+        chunks: list[Document],
+        session: Session,
+        *,
+        ordered: bool = True,
     ) -> None:
         """Insert chunks, then messages; without a transaction, undo both on failure."""
         try:
             if chunks:
-                await self._cols.chunks.insert_many(chunks, session=session)
+                await self._cols.chunks.insert_many(chunks, ordered=ordered, session=session)
             if docs:
-                await self._cols.messages.insert_many(docs, session=session)
+                await self._cols.messages.insert_many(docs, ordered=ordered, session=session)
         except BaseException:
             if session is None:
                 await self._undo_inserts(docs, chunks)

@@ -25,19 +25,15 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pymongo.errors import PyMongoError
-
 from threadkeep import IdempotencyConflict, PreparedMessage
 from threadkeep.driver import resolve_batch
 
 from ._appends import MongoAppendsMixin
 from ._base import Rollback, Session
 from ._codec import Document
-from ._errors import duplicate_key_pattern, is_duplicate_key, map_errors
 
 __all__ = ["MongoLoadMixin"]
 
-_ATTEMPTS = 3
 _PRESENT = {"agui_id": 1, "fingerprint": 1, "seq": 1}
 
 
@@ -48,20 +44,8 @@ class MongoLoadMixin(MongoAppendsMixin):
         self, chat_id: UUID, messages: Sequence[PreparedMessage], now: datetime
     ) -> list[int | None] | None:
         async with self._append_lock(chat_id):
-            repaired = False
-            with map_errors("load messages"):
-                for attempt in range(1, _ATTEMPTS + 2):
-                    try:
-                        return await self._write(lambda s: self._load(chat_id, messages, now, s))
-                    except PyMongoError as exc:
-                        key = duplicate_key_pattern(exc) if is_duplicate_key(exc) else {}
-                        if "seq" in key and not repaired:  # a counter behind a stored row
-                            await self._repair_next_seq(chat_id)
-                            repaired = True
-                            continue
-                        if "agui_id" not in key or attempt >= _ATTEMPTS:
-                            raise
-        raise AssertionError("unreachable")  # pragma: no cover
+            work = functools.partial(self._load, chat_id, messages, now)
+            return await self._appending(chat_id, "load messages", work)
 
     async def _load(
         self,
@@ -70,7 +54,7 @@ class MongoLoadMixin(MongoAppendsMixin):
         now: datetime,
         session: Session,
     ) -> list[int | None] | None:
-        stored = await self._present(chat_id, messages, session)
+        stored = await self._stored_by_agui(chat_id, messages, session, _PRESENT)
         try:
             resolve_batch(chat_id, messages, functools.partial(_held, stored))
         except IdempotencyConflict:
@@ -90,36 +74,10 @@ class MongoLoadMixin(MongoAppendsMixin):
             docs.append(doc)
             chunks += item_chunks
             seqs[item.message.message_id] = first + offset
-        await self._insert_unordered(docs, chunks, session)
+        await self._insert_docs(docs, chunks, session, ordered=False)
         return [
             None if m.message.agui_id in stored else seqs[m.message.message_id] for m in messages
         ]
-
-    async def _present(
-        self, chat_id: UUID, messages: Sequence[PreparedMessage], session: Session
-    ) -> dict[str | None, Document]:
-        """The batch's ``agui_id`` s the chat stores: fingerprint and seq, not the body."""
-        aguis = [m.message.agui_id for m in messages if m.message.agui_id is not None]
-        if not aguis:
-            return {}
-        cursor = self._cols.messages.find(
-            {"chat_id": chat_id, "agui_id": {"$in": aguis}}, _PRESENT, session=session
-        )
-        return {doc["agui_id"]: doc async for doc in cursor}
-
-    async def _insert_unordered(
-        self, docs: list[Document], chunks: list[Document], session: Session
-    ) -> None:
-        """Insert chunks, then messages, unordered; without a transaction, undo on failure."""
-        try:
-            if chunks:
-                await self._cols.chunks.insert_many(chunks, ordered=False, session=session)
-            if docs:
-                await self._cols.messages.insert_many(docs, ordered=False, session=session)
-        except BaseException:
-            if session is None:
-                await self._undo_inserts(docs, chunks)
-            raise
 
 
 def _held(stored: dict[str | None, Document], agui_id: str) -> tuple[str, Any] | None:

@@ -53,10 +53,10 @@ class Unsupported(Exception):
     """The recorded run needs the ordinary path (see the module docstring)."""
 
 
-def chat_proof(run_digests: Sequence[str]) -> str:
-    """Return the proof digest of a chat holding the runs of these recordings, in order."""
-    text = json.dumps([_MAPPING, *run_digests])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def chat_proof(thread_key: str, run_digests: Sequence[str]) -> str:
+    """Return the proof digest of chat ``thread_key`` holding these recordings' runs, in order."""
+    text = json.dumps([_MAPPING, thread_key, *run_digests], ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class RecordingStore:

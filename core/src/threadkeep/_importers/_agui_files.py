@@ -24,12 +24,15 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ag_ui.core import (
     BaseEvent,
+    EventType,
     RunAgentInput,
     RunErrorEvent,
     RunFinishedEvent,
@@ -40,7 +43,15 @@ from pydantic import ValidationError
 from .._errors import InvalidArgument
 from ..agui._wire import parse_event, read_event_text
 
-__all__ = ["Recording", "RunRecord", "digest", "normalize_request", "read_recordings", "runs_of"]
+__all__ = [
+    "Recording",
+    "RunRecord",
+    "digest",
+    "normalize_request",
+    "read_recordings",
+    "runs_of",
+    "scan_recordings",
+]
 
 _log = logging.getLogger("threadkeep.import")
 _SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".sse", ".txt", ".events"})
@@ -212,10 +223,52 @@ def _events(
         line = lines[index] if index < len(lines) else None
         where = f" (line {line})" if line is not None else ""
         try:
-            events.append(parse_event(item))
+            events.append(_PARSER.get()(item))
         except InvalidArgument as exc:
             skipped.append(f"{prefix}event {index}{where}: {exc}")
     return events
+
+
+_PARSER: ContextVar[Callable[[Any], BaseEvent]] = ContextVar("tk_agui_parser", default=parse_event)
+_LIFECYCLE = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"})
+_PLACEHOLDER = BaseEvent.model_construct(type=EventType.RAW)
+
+
+def _outline_event(item: Any) -> BaseEvent:
+    """An event as :func:`scan_recordings` reads it: run lifecycle events parsed, others not.
+
+    Raises:
+        InvalidArgument: If ``item`` is not an object with a string ``type``.
+    """
+    kind = item.get("type") if isinstance(item, dict) else None
+    if not isinstance(kind, str):
+        raise InvalidArgument("not an event")
+    if kind.upper() in _LIFECYCLE:
+        return parse_event(item)
+    return _PLACEHOLDER  # never folded: the outline only splits recordings into runs
+
+
+def scan_recordings(path: Path) -> list[Recording] | None:
+    """:func:`read_recordings` without parsing events other than the runs' starts and ends.
+
+    Enough to split recordings into runs (their thread and run ids, digests), for a check
+    that they are stored already: an unchanged recording gives the digests of the full
+    reading (they hash the files' text), and any other difference only makes the check
+    fail. Nothing is logged; ``None`` when the full reading would refuse the input.
+    """
+    token = _PARSER.set(_outline_event)
+    _log.addFilter(_silent)
+    try:
+        return read_recordings(path)
+    except InvalidArgument:
+        return None
+    finally:
+        _log.removeFilter(_silent)
+        _PARSER.reset(token)
+
+
+def _silent(record: logging.LogRecord) -> bool:
+    return False
 
 
 def _paired(root: Path, read: list[tuple[Path, list[Recording]]]) -> list[Recording]:

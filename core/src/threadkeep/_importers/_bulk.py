@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from .._models import Message
     from .._store import Store
 
-__all__ = ["LOOKUP_BATCH", "WRITE_MESSAGES", "ChatBatch", "proof_of"]
+__all__ = ["LOOKUP_BATCH", "WRITE_MESSAGES", "ChatBatch", "Conversation", "proof_of"]
 
 LOOKUP_BATCH = 500
-"""Records whose chats one ``find_chats`` read looks up."""
+"""Conversations whose chats one ``find_chats`` read looks up."""
 
 WRITE_MESSAGES = 5000
 """Messages per ``load_chats`` call (a record with more is written on its own)."""
@@ -38,8 +38,8 @@ WRITE_CHATS = 1000
 """Chats per ``load_chats`` call at most."""
 
 
-class Record(Protocol):
-    """What :class:`ChatBatch` writes of a converted record (``_write.Conversation``)."""
+class Conversation(Protocol):
+    """One converted record: its chat's key, name and metadata, and its messages."""
 
     @property
     def thread_id(self) -> str: ...
@@ -53,7 +53,7 @@ class Record(Protocol):
     def where(self) -> str: ...
 
 
-def proof_of(conversation: Record, digest: str) -> dict[str, Any]:
+def proof_of(conversation: Conversation, digest: str) -> dict[str, Any]:
     """The ``metadata["source"]`` that proves a record stored whole: its digest and counts."""
     counts = {
         "messages": len(conversation.messages),
@@ -70,7 +70,7 @@ def proof_of(conversation: Record, digest: str) -> dict[str, Any]:
 
 @dataclass
 class ChatBatch:
-    """Records of new chats waiting for one ``load_chats`` call (see the module docstring).
+    """Conversations of new chats waiting for one ``load_chats`` call (see the module docstring).
 
     Args:
         store: The open store.
@@ -79,7 +79,7 @@ class ChatBatch:
 
     store: Store
     user_id: str
-    pending: list[tuple[Record, str, Sequence[Message | PreparedMessage]]] = field(
+    pending: list[tuple[Conversation, str, Sequence[Message | PreparedMessage]]] = field(
         default_factory=list
     )
     size: int = 0
@@ -89,13 +89,13 @@ class ChatBatch:
         return self.size >= WRITE_MESSAGES or len(self.pending) >= WRITE_CHATS
 
     def add(
-        self, record: Record, digest: str, messages: Sequence[Message | PreparedMessage]
+        self, record: Conversation, digest: str, messages: Sequence[Message | PreparedMessage]
     ) -> None:
         """Add a checked record (its messages as ``load_messages`` takes them)."""
         self.pending.append((record, digest, messages))
         self.size += len(messages)
 
-    async def flush(self) -> tuple[ImportReport, list[Record]]:
+    async def flush(self) -> tuple[ImportReport, list[Conversation]]:
         """Write the batch; return its counts and the records whose chat existed by then.
 
         Those records (a concurrent import created their chat meanwhile) are for the
@@ -125,7 +125,7 @@ class ChatBatch:
             msg = f"a record of this import repeats a message id with other content: {exc}"
             raise IdempotencyConflict(msg) from exc
         report = ImportReport()
-        taken: list[Record] = []
+        taken: list[Conversation] = []
         for (record, _, _), result in zip(pending, results, strict=True):
             if not result.created:
                 taken.append(record)

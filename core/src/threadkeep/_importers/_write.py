@@ -28,7 +28,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .._content import PreparedMessage, validate_model
 from .._errors import IdempotencyConflict, InvalidArgument
@@ -36,7 +36,7 @@ from .._models import Message
 from .._records import record_body
 from .._store_args import as_key
 from . import ImportReport, ProgressCallback
-from ._bulk import LOOKUP_BATCH, WRITE_MESSAGES, ChatBatch, proof_of
+from ._bulk import LOOKUP_BATCH, WRITE_MESSAGES, ChatBatch, Conversation, proof_of
 from ._files import STREAM_BYTES, iter_records
 
 if TYPE_CHECKING:
@@ -50,21 +50,6 @@ LOAD_BATCH = 5000
 
 _WINDOW_BYTES = 16 * 1024 * 1024
 """Characters of record JSON the check pass holds while their chats are looked up."""
-
-
-class Conversation(Protocol):
-    """One converted record: its chat's key, name and metadata, and its messages."""
-
-    @property
-    def thread_id(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def metadata(self) -> dict[str, Any]: ...
-    @property
-    def messages(self) -> list[Message]: ...
-    @property
-    def where(self) -> str: ...
 
 
 Convert = Callable[[Any, int, int | None], Conversation]

@@ -47,7 +47,13 @@ from .._paging import MessageFilter
 from .._runs import Run, RunStatus
 from . import ImportReport, ProgressCallback
 from ._agui_bulk import CHAT_PROOF, Unsupported, chat_proof
-from ._agui_files import RunRecord, normalize_request, read_recordings, runs_of
+from ._agui_files import (
+    RunRecord,
+    normalize_request,
+    read_recordings,
+    runs_of,
+    scan_recordings,
+)
 from ._agui_load import OWNER, RUN_DIGEST, RunBatch, replay_input, storage_agent
 from ._bulk import LOOKUP_BATCH
 
@@ -102,11 +108,17 @@ async def import_agui(
     """
     if thread_scope not in THREAD_SCOPES:
         raise InvalidArgument(f"thread_scope is 'recording' or 'thread', not {thread_scope!r}")
+    scanned = scan_recordings(Path(path))
+    if scanned is not None:  # an unchanged import: proven without parsing every event
+        outline = runs_of(scanned)
+        present = await _all_present(store, user_id, _by_chat(outline, thread_scope))
+        if present is not None:
+            if progress is not None:
+                progress(0, len(outline))
+                progress(len(outline), len(outline))
+            return present
     runs = runs_of(read_recordings(Path(path)))
-    chats: dict[str, list[RunRecord]] = {}
-    for run in runs:
-        key = run.thread_id if thread_scope == "thread" else _recording_key(run)
-        chats.setdefault(key, []).append(run)
+    chats = _by_chat(runs, thread_scope)
     importer = _Import(store, user_id, keep_events, progress, len(runs))
     if progress is not None:
         progress(0, len(runs))  # read: writing starts
@@ -122,6 +134,33 @@ async def import_agui(
 
 def _recording_key(run: RunRecord) -> str:
     return f"agui:{run.recording.name}:{run.thread_id}"
+
+
+def _by_chat(runs: list[RunRecord], thread_scope: ThreadScope) -> dict[str, list[RunRecord]]:
+    """The runs by the key of their chat (module docstring, "Identity"), in order."""
+    chats: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        key = run.thread_id if thread_scope == "thread" else _recording_key(run)
+        chats.setdefault(key, []).append(run)
+    return chats
+
+
+async def _all_present(
+    store: Store, user_id: str, chats: dict[str, list[RunRecord]]
+) -> ImportReport | None:
+    """The counts of an import whose every chat proves its runs stored, else ``None``."""
+    report = ImportReport()
+    keys = list(chats)
+    for start in range(0, len(keys), LOOKUP_BATCH):
+        part = keys[start : start + LOOKUP_BATCH]
+        found = await store.find_chats(user_id, [k for k in part if _lookable(k)])
+        for key in part:
+            proof = chat_proof(key, [run.digest for run in chats[key]])
+            present = _proven(found.get(key), proof)
+            if present is None:
+                return None
+            report.merge(present)
+    return report
 
 
 @dataclass
@@ -150,7 +189,7 @@ class _Import:
 
     async def chat(self, key: str, runs: list[RunRecord], chat: Chat | None) -> None:
         """Import the runs of one chat (``chat``: the live chat of ``key``, if any)."""
-        proof = chat_proof([run.digest for run in runs])
+        proof = chat_proof(key, [run.digest for run in runs])
         present = _proven(chat, proof)
         if present is not None:
             self.report.merge(present)
@@ -175,7 +214,7 @@ class _Import:
         waiting, self.waiting = self.waiting - len(taken), 0
         self._advance(waiting)
         for run, key in taken:
-            await self._one_by_one(key, [run], chat_proof([run.digest]))
+            await self._one_by_one(key, [run], chat_proof(key, [run.digest]))
 
     async def _one_by_one(self, key: str, runs: list[RunRecord], proof: str) -> None:
         counted: set[str] = set()
