@@ -17,7 +17,7 @@ Install with ``pip install threadkeep[agui]`` (on the ``ag-ui-protocol`` event m
   buffered, ``on_error`` keep or discard), and records the run's lease and steps.
 - :class:`RunManager` / :class:`RunHandle`: disconnect survival, ``cancel()``, ``wait()``,
   ``resume()``.
-- :func:`current_run` gives an agent its :class:`RunContext` to record steps (Yao seed) and
+- :func:`current_run` gives an agent its :class:`RunContext` to record steps and
   skip steps a resumed run completed before.
 
 See ``docs/run-persistence.md``.

@@ -1,6 +1,6 @@
 """``StorageAgent``: wrap any AG-UI agent so every run's event stream becomes durable history.
 
-The wrapper is transparent (AG-UI seed, ``AGUIStorageAgent.run``): the inner agent's events
+The wrapper is transparent: the inner agent's events
 are yielded verbatim and in real time, while a background task folds the same events into
 records. Each event is put on an unbounded queue before it is yielded, with ``put_nowait``:
 the outgoing stream never waits for the store, and the fold never loses an event.
@@ -49,7 +49,7 @@ _BACKGROUND: set[asyncio.Task[None]] = set()
 
 
 class AGUIAgent(Protocol):
-    """The inner-agent contract: ``run(input)`` yields AG-UI events (AG-UI seed, ``AGUIAgent``)."""
+    """The inner-agent contract: ``run(input)`` yields AG-UI events."""
 
     def run(self, input: RunAgentInput) -> AsyncIterator[BaseEvent]:
         """Yield the run's AG-UI events."""

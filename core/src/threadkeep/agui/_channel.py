@@ -3,7 +3,7 @@
 ``asyncio.Queue`` costs about a microsecond per ``put_nowait`` and more per ``get``
 (task accounting, waiter lists), paid for every streamed delta; a run has one producer and
 one consumer, so a deque and one waiter do the same. ``put_nowait`` never blocks and
-never drops an item (AG-UI seed: the outgoing stream never waits for the store).
+never drops an item: the outgoing stream never waits for the store.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Events the installed ``ag-ui-protocol`` does not model: deprecated ``THINKING_*`` and unknown.
 
 ``ag-ui-protocol`` 1.0 dropped the ``THINKING_*`` family (replaced by ``REASONING_*``), yet
-recorded streams and older producers still send it; the AG-UI seed maps the two families one
-to one. These classes let such events be parsed, dispatched and persisted like any other.
+recorded streams and older producers still send it; the two families map one to one.
+These classes let such events be parsed, dispatched and persisted like any other.
 :class:`UnknownEvent` carries an event whose ``type`` no model knows (a newer protocol, a
 custom producer); the storage agent hands it to ``handle_unknown_event``.
 """

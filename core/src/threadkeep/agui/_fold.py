@@ -1,4 +1,4 @@
-"""The event fold: AG-UI events in, typed message records out (AG-UI seed, ``AGUIStorageAgent``).
+"""The event fold: AG-UI events in, typed message records out.
 
 :class:`EventFolder` registers a handler per event family (see ``event_handlers``) and
 implements the text, run-lifecycle and step families; tool calls and reasoning live in
@@ -13,7 +13,7 @@ chunk with another id or any other event arrives. Deltas for an id the run never
 open the record implicitly, so no delta is lost to a missing start.
 
 Run lifecycle: ``RUN_FINISHED`` completes every unfinished record (``interrupted`` if its
-outcome is ``cancelled``), ``RUN_ERROR`` errors them (AG-UI seed, run-outcome table); the
+outcome is ``cancelled``), ``RUN_ERROR`` errors them; the
 first terminal event decides the run's outcome. A stream that sent ``RUN_STARTED`` and ends
 without either (cut: a dropped connection, a killed recorder) did not finish: its open
 records and the run end ``interrupted``.

@@ -1,6 +1,6 @@
 """The fold's machinery: the event-handler registry, dispatch, record helpers, build hooks.
 
-The storage agent is an open state machine (AG-UI seed, "Extensibility"): every seam is a
+The storage agent is an open state machine: every seam is a
 method a subclass overrides. ``event_handlers()`` maps event classes to handler-method names
 and dispatch walks the event's MRO, so a subclass of a known event finds its handler and a
 subclass of the agent adds handlers with ``{**super().event_handlers(), MyEvent: "..."}``.
@@ -80,7 +80,7 @@ class FoldBase:
         Called before an event is handled while a chunk-opened record is pending.
         """
 
-    # -- build hooks (AG-UI seed, "Message-build hooks") ----------------------------------
+    # -- build hooks ----------------------------------------------------------------------
 
     def build_message_create(self, state: FoldState, *, agui_id: str | None, role: Role) -> Message:
         """Build a new message of the run, active and in progress.

@@ -1,4 +1,4 @@
-"""Tool calls and reasoning: the nested records of a message (AG-UI seed, category handlers).
+"""Tool calls and reasoning: the nested records of a message.
 
 Tool calls live in their parent message (``parentMessageId``); a call naming no parent joins
 the run's latest assistant message, else a message the fold opens for it (so parallel calls

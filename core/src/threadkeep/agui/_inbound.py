@@ -1,6 +1,6 @@
 """Inbound messages of a run: which are stored already, which are new, which are refused.
 
-AG-UI clients send their whole message list with every run. The AG-UI seed's rule: a
+AG-UI clients send their whole message list with every run. The rule: a
 message not stored in this chat must be a user message; anything else unknown ends the run
 with ``INVALID_INPUT``. "Stored" spans the tool calls and reasonings nested in stored
 messages, so an echoed assistant message, tool result or reasoning replays cleanly:

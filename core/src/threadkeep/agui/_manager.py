@@ -1,6 +1,6 @@
 """``RunManager``: runs storage agents so their output survives the client going away.
 
-AG-UI seed, ``StreamPersistenceManager``: each run gets a fresh :class:`StorageAgent` from a
+The stream manager: each run gets a fresh :class:`StorageAgent` from a
 factory and a producer task that drains the agent's stream into an unbounded queue. The
 client reads the queue through :meth:`RunHandle.events`; stopping early (a disconnect) does
 not stop the producer, so the run finishes and is stored. Runs are registered under

@@ -178,7 +178,7 @@ class Record:
 
 @dataclass(eq=False)
 class FoldState:
-    """Everything the fold knows about one run (AG-UI seed, ``StorageState``).
+    """Everything the fold knows about one run.
 
     Records are kept in creation order, which is the order a buffered run writes them in.
     ``inbound_ids`` are the ids of the run input's messages and ``history`` the chat's

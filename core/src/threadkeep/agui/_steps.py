@@ -1,4 +1,4 @@
-"""Recording steps from inside an agent, and resuming (Yao seed, "Step Table", "Resume").
+"""Recording steps from inside an agent, and resuming.
 
 While a :class:`StorageAgent` runs an inner agent, :func:`current_run` returns the run's
 :class:`RunContext`. An agent records each unit of work as a step::
@@ -102,7 +102,7 @@ class RunContext:
         stack_id: This stack level (the root of a run, or a delegated call).
         stack_parent_id: The stack that delegated to this one (``None`` at the root).
         stack_depth: 0 at the root, 1 for a delegated call, and so on.
-        space: Data shared by the run's agents (the Yao seed's ``ctx.Space``); snapshotted
+        space: Data shared by the run's agents; snapshotted
             into every step and restored from the last incomplete step on resume.
         previous_steps: The steps of earlier attempts of this run (empty on a first run).
         done: For a delegated call found completed on resume: skip it.

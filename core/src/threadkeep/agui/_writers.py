@@ -4,7 +4,7 @@
   starts and ends, tool results) and, while text streams, whenever the bytes streamed since
   its last write pass the flush size. Each write carries the whole record, so a failed write
   is repaired by the next one and nothing folded is lost.
-- ``buffered``: the Yao seed's two-write strategy. Nothing is written while the run
+- ``buffered``: two writes per run. Nothing is written while the run
   streams; ``Store.end_run`` writes every record and step and the run's end in one batch.
   A completed ``tool`` step is the exception: it is written when it completes, so a resume
   never runs a finished tool again.
