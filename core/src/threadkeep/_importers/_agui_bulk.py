@@ -208,10 +208,12 @@ class RecordingStore:
 
     async def save_steps(self, steps: Sequence[Step]) -> list[Step]:
         """A step stored before the run's end (a completed tool): the ordinary path's."""
+        self.unsupported = "save_steps"
         raise Unsupported("a durable step")
 
     async def heartbeat_run(self, chat_id: UUID | str, run_id: str, **_: Any) -> Run:
         """A lease renewal (a fold longer than a third of the lease): the ordinary path's."""
+        self.unsupported = "heartbeat_run"  # raised where the agent may catch it: noted too
         raise Unsupported("a heartbeat")
 
     # -- helpers ---------------------------------------------------------------------------
