@@ -12,6 +12,7 @@ import pytest
 
 from threadkeep import (
     ChatLoad,
+    Conflict,
     IdempotencyConflict,
     InvalidArgument,
     InvalidContent,
@@ -135,6 +136,20 @@ class ChatLoadTests(ContractBase):
         with pytest.raises(InvalidArgument):
             await store.load_chats(items)
         assert await store.find_chats(USER, ["t-i1", "t-i2"]) == {}
+
+    @pytest.mark.asyncio
+    async def test_a_chat_id_another_chat_has_is_a_conflict(self, store: Store) -> None:
+        """An item naming the ``chat_id`` of a stored chat (another key) leaves that chat be."""
+        held = await store.create_chat(USER, "t-owner")
+        item = ChatLoad(
+            user_id=USER, thread_id="t-thief", chat_id=held.chat_id, messages=_messages("x", 1)
+        )
+        with pytest.raises(Conflict):
+            await store.load_chats([item])
+        chat = await store.get_chat(held.chat_id)
+        assert (chat.thread_id, chat.metadata) == ("t-owner", {})
+        assert await self.raw_messages(store, held.chat_id) == []
+        assert await store.find_chats(USER, ["t-thief"]) == {}
 
     @pytest.mark.asyncio
     async def test_a_chat_whose_key_is_held_is_skipped_whole(self, store: Store) -> None:
