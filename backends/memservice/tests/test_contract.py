@@ -30,7 +30,17 @@ FAULT_SEED = 2
 is lost or not the same way on every replay (seed 2 loses 6 of the first 30 at 20 %)."""
 
 
+_DIVERGENCES: dict[str, str] = {
+    "test_a_chat_id_another_chat_has_is_a_conflict": (
+        "insert_chat does not refuse a chat_id another chat has (sessions are keyed by "
+        "dedup_key; a check would cost a locator read per create_chat)"
+    ),
+}
+
+
 class _MemServiceContract(StoreContract):
+    known_divergences: ClassVar[dict[str, str]] = _DIVERGENCES
+
     @pytest.fixture
     def store_factory(self) -> Iterator[Callable[..., Store]]:
         name = f"contract-{uuid4().hex}"
@@ -88,7 +98,7 @@ class TestMemServiceContract(_MemServiceContract):
 class TestMemServiceContractLocatorFaults(_MemServiceContract):
     """20 % of locator writes fail: the contract still holds, uuid lookups may miss."""
 
-    known_divergences: ClassVar[dict[str, str]] = {}
+    known_divergences: ClassVar[dict[str, str]] = _DIVERGENCES
 
     def fresh_faults(self) -> tuple[FaultRule, ...]:
         return (locator_write_fault(0.2),)

@@ -67,3 +67,24 @@ async def test_typed_asyncpg_url_parameters_reach_asyncpg_as_their_types(pg_sche
 async def test_an_untyped_asyncpg_url_parameter_is_named(query, named):
     with pytest.raises(InvalidArgument, match=named):
         await SqlStore(f"{postgres_url()}?{query}").open()
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("command_timeout=0", "command_timeout"),
+        ("command_timeout=-1", "command_timeout"),
+        ("command_timeout=nan", "command_timeout"),
+        ("timeout=0", "timeout"),
+        ("timeout=inf", "timeout"),
+        ("statement_cache_size=-5", "statement_cache_size"),
+        ("max_cached_statement_lifetime=-1", "max_cached_statement_lifetime"),
+        ("max_cacheable_statement_size=-1", "max_cacheable_statement_size"),
+        ("statement_cache_size=0&statement_cache_size=5", "statement_cache_size"),
+    ],
+)
+async def test_an_out_of_range_asyncpg_url_parameter_is_named(query, named):
+    # Was a bare ValueError from asyncpg at connect (negative, zero), or a misleading
+    # BackendUnavailable timeout (nan, a zero connect timeout).
+    with pytest.raises(InvalidArgument, match=named):
+        await SqlStore(f"{postgres_url()}?{query}").open()

@@ -12,6 +12,7 @@ import pytest
 
 from threadkeep import (
     ChatLoad,
+    Conflict,
     IdempotencyConflict,
     InvalidArgument,
     InvalidContent,
@@ -112,6 +113,43 @@ class ChatLoadTests(ContractBase):
         with pytest.raises(InvalidArgument):
             await store.load_chats(twice)
         assert await store.find_chats(USER, ["t-a"]) == {}
+
+    @pytest.mark.asyncio
+    async def test_a_bad_proof_writes_nothing(self, store: Store) -> None:
+        """A proof the store refuses is refused before anything is written (all drivers)."""
+        items = [
+            ChatLoad(user_id=USER, thread_id="t-p1", messages=_messages("p1", 2)),
+            ChatLoad(user_id=USER, thread_id="t-p2", proof={"digest": float("nan")}),
+        ]
+        with pytest.raises(InvalidContent):
+            await store.load_chats(items)
+        assert await store.find_chats(USER, ["t-p1", "t-p2"]) == {}
+
+    @pytest.mark.asyncio
+    async def test_two_items_with_one_chat_id_write_nothing(self, store: Store) -> None:
+        """Two items naming one ``chat_id`` are refused whole, before anything is written."""
+        chat_id = uuid4()
+        items = [
+            ChatLoad(user_id=USER, thread_id="t-i1", chat_id=chat_id, messages=_messages("i1", 1)),
+            ChatLoad(user_id=USER, thread_id="t-i2", chat_id=chat_id, messages=_messages("i2", 1)),
+        ]
+        with pytest.raises(InvalidArgument):
+            await store.load_chats(items)
+        assert await store.find_chats(USER, ["t-i1", "t-i2"]) == {}
+
+    @pytest.mark.asyncio
+    async def test_a_chat_id_another_chat_has_is_a_conflict(self, store: Store) -> None:
+        """An item naming the ``chat_id`` of a stored chat (another key) leaves that chat be."""
+        held = await store.create_chat(USER, "t-owner")
+        item = ChatLoad(
+            user_id=USER, thread_id="t-thief", chat_id=held.chat_id, messages=_messages("x", 1)
+        )
+        with pytest.raises(Conflict):
+            await store.load_chats([item])
+        chat = await store.get_chat(held.chat_id)
+        assert (chat.thread_id, chat.metadata) == ("t-owner", {})
+        assert await self.raw_messages(store, held.chat_id) == []
+        assert await store.find_chats(USER, ["t-thief"]) == {}
 
     @pytest.mark.asyncio
     async def test_a_chat_whose_key_is_held_is_skipped_whole(self, store: Store) -> None:

@@ -13,6 +13,7 @@ from ._clock import Clock
 from ._content import DEFAULT_MAX_MESSAGE_BYTES, PreparedMessage
 from ._corrupt import CorruptRecordsPolicy
 from ._driver import Driver
+from ._errors import InvalidArgument
 from ._models import Chat, Message, MessageInput, Reasoning, Share, ToolCall
 from ._paging import DEFAULT_PAGE_LIMIT, ChatFilter, MessageFilter, Page, Viewer
 from ._previews import DEFAULT_PREVIEW_CHARS, ChatPreview, PreviewOps
@@ -212,7 +213,15 @@ class Store:
             InvalidContent: If a string holds a lone surrogate or a float is NaN/infinite.
             PayloadTooLarge: If the payload is over ``max_message_bytes`` (UTF-8 bytes of
                 text, not of JSON) or the rest over ``ENVELOPE_ALLOWANCE_BYTES``.
+            InvalidArgument: If ``message`` is not a :class:`Message` (validate a mapping
+                first: ``Message.model_validate(mapping)``).
         """
+        if not isinstance(message, Message):
+            msg = (
+                f"prepare takes a Message, not {type(message).__name__} (validate a mapping "
+                "first: Message.model_validate(mapping))"
+            )
+            raise InvalidArgument(msg)
         return self._ctx.records.prepare(message)
 
     # -- lifecycle --------------------------------------------------------------------

@@ -139,6 +139,8 @@ class ChatLoadOps(Component):
         keys = [_key(c.loaded.chat) for c in checked]
         if len(set(keys)) != len(keys):
             raise InvalidArgument("two chats of one load_chats call have the same key")
+        if len({c.loaded.chat.chat_id for c in checked}) != len(checked):
+            raise InvalidArgument("two chats of one load_chats call have the same chat_id")
         if not checked:
             return []
         now = self._ctx.now()
@@ -173,8 +175,13 @@ class ChatLoadOps(Component):
         if not isinstance(item, ChatLoad):
             raise InvalidArgument(f"chats[{index}] is a {type(item).__name__}, not a ChatLoad")
         where = f"chats[{index}]"
-        proof = dict(item.proof)
-        chat = self._chat(item, proof if native else {})
+        proof = item.proof
+        if not isinstance(proof, Mapping):
+            raise InvalidArgument(f"{where}.proof must be a mapping, not {type(proof).__name__}")
+        proof = dict(proof)
+        chat = self._chat(item, proof)  # the proof checked here on every driver
+        if proof and not native:  # written by update_chat after the records
+            chat = self._chat(item, {})
         runs = [as_model(Run, r, f"{where}.runs[{i}]") for i, r in enumerate(item.runs)]
         steps = [as_model(Step, s, f"{where}.steps[{i}]") for i, s in enumerate(item.steps)]
         if (runs or steps) and not self._ctx.capabilities.steps:

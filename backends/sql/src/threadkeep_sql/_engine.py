@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import uuid
 import weakref
 from collections.abc import AsyncIterator
@@ -239,22 +240,50 @@ def _typed_connect_args(url: URL) -> tuple[URL, dict[str, Any]]:
     fails at connect with a bare ``TypeError`` (``statement_cache_size='0'``).
 
     Raises:
-        InvalidArgument: If a value is not of its type (``direct_tls`` takes true/false/1/0).
+        InvalidArgument: If a value is not of its type (``direct_tls`` takes true/false/1/0),
+            is out of its range (a timeout: a positive, finite number of seconds; a size or
+            lifetime: a whole number, 0 or more), or is given twice.
     """
     args: dict[str, Any] = {}
     for key, kind in _TYPED_CONNECT_KEYS.items():
         if key not in url.query:
             continue
-        text = str(url.query[key]).strip()
-        try:
-            if kind is bool:
-                args[key] = {"true": True, "1": True, "false": False, "0": False}[text.lower()]
-            else:
-                args[key] = kind(text)
-        except (KeyError, ValueError):
-            msg = f"the PostgreSQL URL parameter {key}={text!r} is not a {kind.__name__}"
-            raise InvalidArgument(msg) from None
+        value = url.query[key]
+        if not isinstance(value, str):  # SQLAlchemy gives a repeated key as a tuple
+            msg = f"the PostgreSQL URL parameter {key} is given more than once; give it once"
+            raise InvalidArgument(msg)
+        args[key] = _typed_value(key, kind, value.strip())
     return url.difference_update_query(args), args
+
+
+def _typed_value(key: str, kind: type, text: str) -> Any:
+    """``text`` as ``kind``, in the range asyncpg takes (else it fails at connect)."""
+    if kind is bool:
+        value = {"true": True, "1": True, "false": False, "0": False}.get(text.lower())
+        if value is None:
+            msg = f"the PostgreSQL URL parameter {key}={text!r} is not true, false, 1 or 0"
+            raise InvalidArgument(msg)
+        return value
+    if kind is float:
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = math.nan
+        if not math.isfinite(seconds) or seconds <= 0:
+            msg = (
+                f"the PostgreSQL URL parameter {key}={text!r} is not a positive, finite "
+                "number of seconds"
+            )
+            raise InvalidArgument(msg)
+        return seconds
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if number < 0:
+        msg = f"the PostgreSQL URL parameter {key}={text!r} is not a whole number, 0 or more"
+        raise InvalidArgument(msg)
+    return number
 
 
 def _unique_statement_name() -> str:

@@ -81,6 +81,8 @@ class MemoryDriver(MemoryRunsMixin, DriverBase):
             key = chat.dedup_key
             if key in state.live_keys:
                 return self._chat(state.chats[state.live_keys[key]])
+            if chat.chat_id in state.chats:  # as a SQL or MongoDB primary key refuses it
+                raise Conflict(f"a chat with the chat_id {chat.chat_id} already exists")
             state.chat_seq += 1
             row = ChatRow(
                 body=self.record_body(chat),
