@@ -216,9 +216,10 @@ class Store:
             InvalidArgument: If ``message`` is not a :class:`Message` (validate a mapping
                 first: ``Message.model_validate(mapping)``).
         """
-        if not isinstance(message, Message):
+        given: object = message  # typed callers pass a Message; untyped ones may not
+        if not isinstance(given, Message):
             msg = (
-                f"prepare takes a Message, not {type(message).__name__} (validate a mapping "
+                f"prepare takes a Message, not {type(given).__name__} (validate a mapping "
                 "first: Message.model_validate(mapping))"
             )
             raise InvalidArgument(msg)
