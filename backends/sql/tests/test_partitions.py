@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 import pytest
 from sqlalchemy import event
+from sqlalchemy.engine import make_url
 
 from threadkeep import InvalidArgument, Message, Reasoning, ToolCall
 from threadkeep_sql import SqlStore
@@ -42,7 +43,13 @@ def partitions_in(plan: str) -> dict[str, set[str]]:
 async def captured(pg_schema: tuple[str, str]) -> AsyncIterator[tuple[SqlStore, list[Any]]]:
     """A store with 8 partitions and the (query, args) of every statement it sends."""
     url, schema = pg_schema
-    store = SqlStore(url, schema=schema, partitions=PARTITIONS)
+    # Statements the driver keeps prepared run through asyncpg's PreparedStatement, which
+    # the query logger does not see; with the cache off the same SQL goes through
+    # Connection.fetch and is logged. explain() plans each one generic too, as prepared.
+    logged = make_url(url).update_query_dict({"statement_cache_size": "0"})
+    store = SqlStore(
+        logged.render_as_string(hide_password=False), schema=schema, partitions=PARTITIONS
+    )
     sent: list[Any] = []
 
     def log(record: Any) -> None:

@@ -138,6 +138,18 @@ class ChatLoadTests(ContractBase):
         assert await store.find_chats(USER, ["t-i1", "t-i2"]) == {}
 
     @pytest.mark.asyncio
+    async def test_one_message_in_two_chats_writes_nothing(self, store: Store) -> None:
+        """One ``Message`` (one ``message_id``) in two items is refused before any write."""
+        shared = _messages("m1", 1)
+        items = [
+            ChatLoad(user_id=USER, thread_id="t-m1", messages=shared),
+            ChatLoad(user_id=USER, thread_id="t-m2", messages=shared),
+        ]
+        with pytest.raises(InvalidArgument, match="message_id"):
+            await store.load_chats(items)
+        assert await store.find_chats(USER, ["t-m1", "t-m2"]) == {}
+
+    @pytest.mark.asyncio
     async def test_a_chat_id_another_chat_has_is_a_conflict(self, store: Store) -> None:
         """An item naming the ``chat_id`` of a stored chat (another key) leaves that chat be."""
         held = await store.create_chat(USER, "t-owner")

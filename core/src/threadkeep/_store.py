@@ -1587,10 +1587,14 @@ class Store:
 
         Raises:
             InvalidArgument / InvalidContent / PayloadTooLarge: If an item or a record in
-                it is malformed (the message names it), two items share a key, or a run or
-                step names another chat; nothing is written.
+                it is malformed (the message names it), two items share a key, a
+                ``chat_id`` or a ``message_id``, or a run or step names another chat;
+                nothing is written.
             IdempotencyConflict: If an item repeats an ``agui_id`` with another payload;
                 nothing is written.
+            Conflict: If an item's ``chat_id`` (or a message's ``message_id``) is a stored
+                record's already; nothing of the batch is written on a driver with the
+                primitive, the chats before it are on one without.
             CapabilityNotSupported: If an item has runs or steps and the store lacks the
                 ``steps`` capability.
             BackendUnavailable: If the backend fails; nothing of the batch is written on

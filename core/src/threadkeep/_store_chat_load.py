@@ -141,6 +141,7 @@ class ChatLoadOps(Component):
             raise InvalidArgument("two chats of one load_chats call have the same key")
         if len({c.loaded.chat.chat_id for c in checked}) != len(checked):
             raise InvalidArgument("two chats of one load_chats call have the same chat_id")
+        _check_message_ids(checked)
         if not checked:
             return []
         now = self._ctx.now()
@@ -229,6 +230,29 @@ class ChatLoadOps(Component):
         if any(is_compaction(m) for m in batch):
             check_compactions(chat_id, batch, None, 0)  # a new chat: nothing stored before
         return prepared
+
+
+def _check_message_ids(checked: list[_Checked]) -> None:
+    """Refuse a ``message_id`` given twice in one batch (say one ``Message`` in two chats).
+
+    A message id names one stored message: SQL's unique index would refuse the whole batch
+    with a ``Conflict`` and the memory driver would store two messages under it.
+
+    Raises:
+        InvalidArgument: Naming the id and the two chats (their indexes in the call).
+    """
+    seen: dict[UUID, int] = {}
+    for index, item in enumerate(checked):
+        for prepared in item.loaded.messages:
+            message_id = prepared.message.message_id
+            first = seen.get(message_id)
+            if first is not None:
+                where = (
+                    f"chats[{index}]" if first == index else f"chats[{first}] and chats[{index}]"
+                )
+                msg = f"{where} hold message_id {message_id} twice (give each its own Message)"
+                raise InvalidArgument(msg)
+            seen[message_id] = index
 
 
 def _key(chat: Chat) -> tuple[str, str, str | None]:
