@@ -115,6 +115,10 @@ class Driver(Protocol):
         Atomic: under N concurrent calls for one key exactly one chat is created and every
         call returns it (no error). The new chat gets the next store-wide ``seq``. Deleted
         chats do not hold the key.
+
+        Raises:
+            Conflict: If no live chat holds the key but a stored chat (any key, deleted
+                or not) has ``chat.chat_id``: it is never replaced.
         """
 
     async def get_chat(self, chat_id: UUID) -> Chat | None:

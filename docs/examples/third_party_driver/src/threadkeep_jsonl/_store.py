@@ -122,6 +122,8 @@ class JsonlDriver(DriverBase):
             held = self._tables.live.get((chat.tenant_id, chat.user_id, chat.thread_id))
             if held is not None:
                 return self._chat(self._tables.chats[held])
+            if chat.chat_id in self._tables.chats:  # another chat's id: never replace it
+                raise Conflict(f"chat {chat.chat_id} exists already under another key")
             row = chat.model_dump(mode="json") | {"seq": self._tables.chat_seq + 1, "revision": 0}
             self._commit({"chats": [row]})
             return self._chat(row)
