@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -105,23 +105,22 @@ class LoadOps(Component):
         report = LoadReport()
         writing: asyncio.Future[None] | None = None
         try:
-            async for batch in _batches(messages, size):
-                try:
-                    prepared = await self._prepare_load(chat_id, batch)
-                    if writing is not None and any(is_compaction(p.message) for p in prepared):
-                        await writing  # compaction rules read what is stored before the batch
-                        writing = None
-                    if writing is None:
-                        await self._ctx.messages._check_compactions(chat_id, prepared)
-                    else:  # the batch before, then this one (its rules saw the one before)
-                        await writing
-                except BaseException:
-                    if writing is not None and not writing.done():
-                        # Batches are written in order and the first failure is the one
-                        # reported: the batch before stands, or its error replaces this one.
-                        await writing
-                    raise
-                writing = asyncio.ensure_future(self._load_batch(chat_id, prepared, report))
+            async with contextlib.aclosing(_batches(messages, size)) as batches:
+                while True:
+                    try:
+                        batch = await anext(batches, None)
+                        if batch is None:
+                            break
+                        prepared = await self._prepare_load(chat_id, batch)
+                        await self._before_write(chat_id, prepared, writing)
+                    except BaseException:
+                        if writing is not None and not writing.done():
+                            # Batches are written in order and the first failure is the one
+                            # reported: the batch before stands (a failing source of messages
+                            # included), or its error replaces this one.
+                            await writing
+                        raise
+                    writing = asyncio.ensure_future(self._load_batch(chat_id, prepared, report))
             if writing is not None:
                 await writing
         finally:
@@ -130,6 +129,25 @@ class LoadOps(Component):
                 with contextlib.suppress(BaseException):
                     await writing
         return report
+
+    async def _before_write(
+        self,
+        chat_id: UUID,
+        prepared: list[PreparedMessage],
+        writing: asyncio.Future[None] | None,
+    ) -> None:
+        """Check a prepared batch's compaction rules; the batch before is written on return.
+
+        Compaction rules read what is stored before the batch, so a batch holding a
+        compaction waits for the batch before (``writing``) before they are checked.
+        """
+        if writing is not None and any(is_compaction(p.message) for p in prepared):
+            await writing
+            writing = None
+        if writing is None:
+            await self._ctx.messages._check_compactions(chat_id, prepared)
+        else:  # the batch before, then this one (its rules saw the one before)
+            await writing
 
     async def _prepare_load(self, chat_id: UUID, batch: list[Any]) -> list[PreparedMessage]:
         """Check and encode a batch, yielding to the loop now and then.
@@ -203,7 +221,7 @@ class LoadOps(Component):
     async def _load_batch(
         self, chat_id: UUID, prepared: list[PreparedMessage], report: LoadReport
     ) -> None:
-        unique, positions = _dedupe_batch(prepared)
+        unique, positions = _distinct(prepared)
         now = self._ctx.now()  # the write's clock: observers see the timestamps it stored
         created = await self._bulk_write(chat_id, unique, now)
         if created is None:
@@ -246,13 +264,43 @@ class LoadOps(Component):
         return [stored.seq if created else None for stored, created in results]
 
 
+def _distinct(
+    prepared: list[PreparedMessage],
+) -> tuple[list[PreparedMessage], list[int] | None]:
+    """``_dedupe_batch(prepared)``; positions ``None`` when no ``agui_id`` repeats.
+
+    A load's batches rarely repeat an id: one set of the ids (built in C) tells, and
+    only a batch with a repeat takes the per-message walk.
+    """
+    ids = [item.message.agui_id for item in prepared]
+    named = set(ids)
+    named.discard(None)
+    if len(named) == len(ids) - ids.count(None):
+        return prepared, None
+    return _dedupe_batch(prepared)
+
+
 def _count(
     report: LoadReport,
     prepared: list[PreparedMessage],
-    positions: list[int],
+    positions: list[int] | None,
     created: list[int | None],
 ) -> None:
-    """Add a written batch to ``report``: a repeat of a message in the batch is present."""
+    """Add a written batch to ``report``: a repeat of a message in the batch is present.
+
+    ``positions`` maps each of ``prepared`` to its entry of ``created`` (``None``: one to
+    one, no repeats).
+    """
+    if positions is None:
+        if None not in created:  # all new (a first load)
+            report.created += len(prepared)
+            report.tool_calls_created += sum(len(p.message.tool_calls) for p in prepared)
+            return
+        if created.count(None) == len(created):  # all present (a re-run)
+            report.present += len(prepared)
+            report.tool_calls_present += sum(len(p.message.tool_calls) for p in prepared)
+            return
+        positions = list(range(len(prepared)))
     counted: set[int] = set()
     for position, index in enumerate(positions):
         calls = len(prepared[position].message.tool_calls)
@@ -334,7 +382,7 @@ def _as_stored(item: PreparedMessage, chat_id: UUID, seq: int, now: datetime) ->
 
 async def _batches(
     messages: Iterable[LoadInput] | AsyncIterable[LoadInput], size: int
-) -> AsyncIterator[list[Any]]:
+) -> AsyncGenerator[list[Any]]:
     """Yield lists of at most ``size`` items of ``messages`` (sync or async), in order.
 
     Raises:

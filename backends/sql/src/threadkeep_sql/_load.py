@@ -32,7 +32,9 @@ from functools import partial
 from typing import Any
 from uuid import UUID
 
+import asyncpg  # type: ignore[import-untyped]
 import sqlalchemy as sa
+from asyncpg.pgproto import pgproto  # type: ignore[import-untyped]
 
 from threadkeep import CapabilityNotSupported, PreparedMessage
 from threadkeep.driver import resolve_batch
@@ -62,7 +64,22 @@ Written as a lateral lookup so that the plan cannot depend on the table's statis
 ``agui_id = ANY($2)`` was planned, right after a bulk load (statistics not yet updated),
 as a scan of every row of the chat filtered by the array, so each batch read the whole
 chat: a million-message load read the chat 200 times (162 ms a batch at 100,000 rows)."""
-_TOP = "SELECT max(seq) FROM messages WHERE chat_id = $1"  # repairs a counter behind a row
+_PRESENT_COUNT = """
+SELECT count(*), count(*) FILTER (WHERE m.fingerprint = wanted.fingerprint)
+  FROM unnest($2::text[], $3::text[]) AS wanted(agui_id, fingerprint),
+       LATERAL (SELECT fingerprint FROM messages
+                 WHERE chat_id = $1 AND agui_id = wanted.agui_id LIMIT 1) AS m
+"""
+"""How many of the batch's ``agui_id``s the chat stores, and how many of those with the
+batch's fingerprint: the same probes as ``_PRESENT``, one row back instead of a row per
+stored id."""
+_TOP = """
+SELECT (SELECT max(seq) FROM messages WHERE chat_id = $1),
+       EXISTS (SELECT FROM messages WHERE chat_id = $1 AND agui_id = $2)
+"""
+"""The chat's highest seq (to repair a counter behind a row) and whether the batch's first
+``agui_id`` is stored (``$2``; ``NULL`` is never found): one round trip, two index probes.
+A stored first id (a re-run, a resumed load) makes the batch read before it writes."""
 _BUMP = """
 UPDATE chats SET next_seq = $2, revision = revision + 1, last_message_at = $3, updated_at = $3
  WHERE chat_id = $1
@@ -120,6 +137,18 @@ def _plan(
     return seqs
 
 
+def _unnamed_new(items: Sequence[PreparedMessage], next_seq: int) -> list[int | None]:
+    """Seqs when every ``agui_id`` of the batch is stored alike: new are those without one."""
+    seqs: list[int | None] = []
+    for item in items:
+        if item.message.agui_id is None:
+            seqs.append(next_seq)
+            next_seq += 1
+        else:
+            seqs.append(None)
+    return seqs
+
+
 class LoadMixin(MessagesMixin):
     """``load_messages`` (``threadkeep.driver``), see the module docstring."""
 
@@ -137,26 +166,22 @@ class LoadMixin(MessagesMixin):
     async def _load_postgres(
         self, chat_id: UUID, items: Sequence[PreparedMessage], now: datetime
     ) -> list[int | None] | None:
+        first = next((i.message.agui_id for i in items), None)
+        seqs: list[int | None]
         async with self._db.raw_transaction() as driver:
             next_seq = await driver.fetchval(_LOCK, chat_id)
             if next_seq is None:
                 return None
-            next_seq = repaired_next_seq(chat_id, next_seq, await driver.fetchval(_TOP, chat_id))
-            aguis = [escape_key(i.message.agui_id) for i in items if i.message.agui_id is not None]
-            present: dict[str, tuple[str, int]] = {}
-            if aguis:
-                for agui_id, fingerprint, seq in await driver.fetch(_PRESENT, chat_id, aguis):
-                    present[unescape_key(agui_id)] = (fingerprint, seq)
-            seqs = _plan(chat_id, items, present, next_seq)
-            rows, refs = _records(chat_id, items, seqs, now)
-            if not rows:
-                return seqs
-            await driver.copy_records_to_table("messages", records=rows, columns=_MESSAGE_COLUMNS)
-            if refs:
-                await driver.copy_records_to_table(
-                    "message_refs", records=refs, columns=_REF_COLUMNS
-                )
-            await driver.execute(_BUMP, chat_id, next_seq + len(rows), now)
+            top, first_stored = await driver.fetchrow(_TOP, chat_id, _key(first))
+            next_seq = repaired_next_seq(chat_id, next_seq, top)
+            if top is None:  # the chat holds no message: none of the batch is stored
+                seqs = list(range(next_seq, next_seq + len(items)))
+                await _write(driver, chat_id, items, seqs, next_seq=next_seq, now=now)
+            elif not first_stored:  # likely a first load (or its next part): write first
+                seqs = await _write_expecting_new(driver, chat_id, items, next_seq, now)
+            else:  # likely a re-run: read first
+                seqs = await _probe(driver, chat_id, items, next_seq)
+                await _write(driver, chat_id, items, seqs, next_seq=next_seq, now=now)
         return seqs
 
     async def _load_sqlite(
@@ -164,6 +189,84 @@ class LoadMixin(MessagesMixin):
     ) -> list[int | None] | None:
         work = partial(_load_on_thread, chat_id=chat_id, items=items, now=now)
         return await run_on_thread(self._db, work, write=True)
+
+
+async def _probe(
+    driver: Any, chat_id: UUID, items: Sequence[PreparedMessage], next_seq: int
+) -> list[int | None]:
+    """Each item's new seq (``None``: stored already), from the chat's stored ``agui_id``s.
+
+    First one aggregate read (``_PRESENT_COUNT``: how many of the batch's ids are stored,
+    how many of those with the batch's fingerprint), which settles the two common cases
+    in one row: none stored (a first load) and every one stored with the same payload (a
+    re-run). Only a batch in between (where a cut load resumes) or one holding a
+    conflict reads the stored rows themselves (``_PRESENT``).
+
+    Raises:
+        IdempotencyConflict: If a stored ``agui_id`` has another fingerprint.
+    """
+    aguis: list[str] = []
+    prints: list[str] = []
+    for item in items:
+        agui_id = item.message.agui_id
+        if agui_id is not None:
+            aguis.append(escape_key(agui_id))
+            prints.append(item.fingerprint)
+    if not aguis:
+        return list(range(next_seq, next_seq + len(items)))
+    found, same = await driver.fetchrow(_PRESENT_COUNT, chat_id, aguis, prints)
+    if found == 0:
+        return list(range(next_seq, next_seq + len(items)))
+    if same == found == len(aguis):  # all stored alike: only messages without an id are new
+        return _unnamed_new(items, next_seq)
+    present: dict[str, tuple[str, int]] = {}
+    for agui_id, fingerprint, seq in await driver.fetch(_PRESENT, chat_id, aguis):
+        present[unescape_key(agui_id)] = (fingerprint, seq)
+    return _plan(chat_id, items, present, next_seq)
+
+
+async def _write(
+    driver: Any,
+    chat_id: UUID,
+    items: Sequence[PreparedMessage],
+    seqs: Sequence[int | None],
+    *,
+    next_seq: int,
+    now: datetime,
+) -> None:
+    """COPY the batch's new rows and move the chat's counter (nothing if none is new)."""
+    rows, refs = _records(chat_id, items, seqs, now)
+    if not rows:
+        return
+    await driver.copy_records_to_table("messages", records=rows, columns=_MESSAGE_COLUMNS)
+    if refs:
+        await driver.copy_records_to_table("message_refs", records=refs, columns=_REF_COLUMNS)
+    await driver.execute(_BUMP, chat_id, next_seq + len(rows), now)
+
+
+async def _write_expecting_new(
+    driver: Any, chat_id: UUID, items: Sequence[PreparedMessage], next_seq: int, now: datetime
+) -> list[int | None]:
+    """Write the batch as all new, with ``ux_messages_agui`` as the proof; read on a clash.
+
+    The unique index on ``(chat_id, agui_id)`` refuses a row whose ``agui_id`` the chat
+    stores, so a ``COPY`` that goes through proves every id of the batch new, exactly as
+    the read would have (and at no cost to the server). A refused ``COPY`` (any unique
+    violation) is rolled back to the savepoint taken before it, and the batch goes the
+    ordinary way (:func:`_probe`, then the write), inside the same transaction and under
+    the same lock: the result, and any error, are the ordinary path's.
+    """
+    seqs: list[int | None] = list(range(next_seq, next_seq + len(items)))
+    await driver.execute("SAVEPOINT threadkeep_load")
+    try:
+        await _write(driver, chat_id, items, seqs, next_seq=next_seq, now=now)
+    except asyncpg.UniqueViolationError:
+        await driver.execute("ROLLBACK TO SAVEPOINT threadkeep_load")
+    else:
+        return seqs
+    seqs = await _probe(driver, chat_id, items, next_seq)
+    await _write(driver, chat_id, items, seqs, next_seq=next_seq, now=now)
+    return seqs
 
 
 def _load_on_thread(
@@ -263,21 +366,26 @@ def _lite_rows(
 def _records(
     chat_id: UUID, items: Sequence[PreparedMessage], seqs: Sequence[int | None], now: datetime
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """Return the ``messages`` and ``message_refs`` records to COPY (key columns escaped)."""
+    """Return the ``messages`` and ``message_refs`` records to COPY (key columns escaped).
+
+    The chat id is asyncpg's own ``UUID`` (the same value), which its binary encoder
+    copies as it is; a ``uuid.UUID`` costs a call of its ``bytes`` property in every row.
+    """
+    chat = pgproto.UUID(chat_id.bytes)
     rows: list[tuple[Any, ...]] = []
     refs: list[tuple[Any, ...]] = []
     for item, seq in zip(items, seqs, strict=True):
         if seq is None:
             continue
-        m = item.message
-        fields = m.__dict__  # the field values, without attribute lookups through the model
-        run_id, request_id, block_id = fields["run_id"], fields["request_id"], fields["block_id"]
+        fields = item.message.__dict__  # the field values, without lookups through the model
+        agui_id, run_id = fields["agui_id"], fields["run_id"]
+        request_id, block_id = fields["request_id"], fields["block_id"]
         rows.append(
             (
-                chat_id,
+                chat,
                 seq,
                 fields["message_id"],
-                _key(fields["agui_id"]),
+                None if agui_id is None else escape_key(agui_id),
                 fields["role"]._value_,
                 fields["kind"]._value_,
                 None if run_id is None else escape_key(run_id),
@@ -290,11 +398,17 @@ def _records(
                 item.body,
             )
         )
-        for position, call in enumerate(m.tool_calls):
-            refs.append(
-                (chat_id, seq, "tool_call", position, call.tool_call_id, _key(call.agui_id))
-            )
-        for position, reasoning in enumerate(m.reasonings):
-            item_id = reasoning.reasoning_id
-            refs.append((chat_id, seq, "reasoning", position, item_id, _key(reasoning.agui_id)))
+        if fields["tool_calls"] or fields["reasonings"]:
+            refs += _ref_records(chat, seq, item)
     return rows, refs
+
+
+def _ref_records(chat: UUID, seq: int, item: PreparedMessage) -> list[tuple[Any, ...]]:
+    """The ``message_refs`` records of one message's tool calls and reasonings."""
+    refs: list[tuple[Any, ...]] = []
+    for position, call in enumerate(item.message.tool_calls):
+        refs.append((chat, seq, "tool_call", position, call.tool_call_id, _key(call.agui_id)))
+    for position, reasoning in enumerate(item.message.reasonings):
+        item_id = reasoning.reasoning_id
+        refs.append((chat, seq, "reasoning", position, item_id, _key(reasoning.agui_id)))
+    return refs
