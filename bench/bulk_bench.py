@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import gc
 import json
@@ -125,11 +126,16 @@ class Line:
     messages: int
     times: dict[str, list[float]] = field(default_factory=dict)
     cpu: dict[str, list[float]] = field(default_factory=dict)
+    server: dict[str, list[float]] = field(default_factory=dict)
 
-    def add(self, client: str, seconds: float, cpu: float | None = None) -> None:
+    def add(
+        self, client: str, seconds: float, cpu: float | None = None, server: float | None = None
+    ) -> None:
         self.times.setdefault(client, []).append(seconds)
         if cpu is not None:
             self.cpu.setdefault(client, []).append(cpu)
+        if server is not None:
+            self.server.setdefault(client, []).append(server)
 
     def ratio(self, client: str, base: str) -> float | None:
         if client not in self.times or base not in self.times:
@@ -150,6 +156,10 @@ class Line:
             if cpu:
                 per = statistics.median(cpu) / self.messages * 1e6
                 used = f"  client CPU {statistics.median(cpu):.2f} s ({per:.1f} us/msg)"
+            server = self.server.get(client)
+            if server:
+                per = statistics.median(server) / self.messages * 1e6
+                used += f"  server CPU {statistics.median(server):.2f} s ({per:.1f} us/msg)"
             print(
                 f"    {client:<22} {median:9.2f} s {rate:12,.0f} msg/s  {shown}  [{spread}]{used}",
                 flush=True,
@@ -169,12 +179,85 @@ async def timed_cpu(action: Callable[[], Awaitable[Any]]) -> tuple[float, float]
     return seconds, time.process_time() - cpu
 
 
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def backend_seconds(pid: int) -> float:
+    """CPU seconds (user + system) a PostgreSQL backend process has used so far.
+
+    Read from ``/proc/<pid>/stat``: the server runs on this machine in every run here.
+    """
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _local_ports() -> set[int]:
+    """The local TCP ports of this process's sockets (``/proc/self/fd``, ``/proc/net``)."""
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table, encoding="ascii") as lines:
+            for line in list(lines)[1:]:
+                parts = line.split()
+                if parts[9] in inodes:
+                    ports.add(int(parts[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+async def server_seconds(url: str) -> dict[int, float]:
+    """CPU seconds so far of each backend connected from this process (the store's pool)."""
+    conn = await asyncpg.connect(dsn(url))
+    try:
+        rows = await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[]) "
+            "AND pid <> pg_backend_pid()",
+            sorted(_local_ports()),
+        )
+    finally:
+        await conn.close()
+    found = {}
+    for (pid,) in rows:
+        with contextlib.suppress(OSError):
+            found[pid] = backend_seconds(pid)
+    return found
+
+
+async def timed_server(
+    action: Callable[[], Awaitable[Any]], url: str
+) -> tuple[float, float, float]:
+    """:func:`timed_cpu`, and the server's CPU seconds for it.
+
+    ``action`` returns the seconds itself (a client with its own connection, closed when
+    it ends), or the CPU of the backends connected from this process before and after it
+    is taken (a store's pooled connections).
+    """
+    before = await server_seconds(url)
+    cpu = time.process_time()
+    start = time.perf_counter()
+    result = await action()
+    seconds, used = time.perf_counter() - start, time.process_time() - cpu
+    if isinstance(result, float):
+        return seconds, used, result
+    after = await server_seconds(url)
+    return seconds, used, sum(value - before.get(pid, 0.0) for pid, value in after.items())
+
+
 # -- bulk load ------------------------------------------------------------------------------
 
 
-async def pg_raw_copy(url: str, rows: list[tuple[Any, ...]], batch: int) -> None:
-    """Raw asyncpg: the chat row, then COPY of every row in batches, one transaction each."""
+async def pg_raw_copy(url: str, rows: list[tuple[Any, ...]], batch: int) -> float:
+    """Raw asyncpg: the chat row, then COPY of every row in batches, one transaction each.
+
+    Returns the CPU seconds its server backend used for it (read before it disconnects).
+    """
     conn = await asyncpg.connect(dsn(url), server_settings={"search_path": _schema(url)})
+    before = backend_seconds(conn.get_server_pid())
     try:
         chat_id = rows[0][0]
         await conn.execute(
@@ -188,6 +271,7 @@ async def pg_raw_copy(url: str, rows: list[tuple[Any, ...]], batch: int) -> None
             async with conn.transaction():
                 part = rows[start : start + batch]
                 await conn.copy_records_to_table("messages", records=part, columns=COLUMNS)
+        return backend_seconds(conn.get_server_pid()) - before
     finally:
         await conn.close()
 
@@ -240,12 +324,13 @@ async def line_load(
                     chats[shape] = (await store.create_chat("bench", f"load {shape}")).chat_id
                     load = functools.partial(_load, store, chats[shape], count, shape)
                     steps.append((f"load_messages ({shape})", load))
-                await _run_steps(pg, steps, rep, "PostgreSQL")
+                await _run_steps(pg, steps, rep, "PostgreSQL", url)
                 del steps
                 if rerun:
                     for shape, chat_id in chats.items():
                         load = functools.partial(_load, store, chat_id, count, shape)
-                        pg_again.add(f"load_messages ({shape})", *await timed_cpu(load))
+                        sample = await timed_server(load, url)
+                        pg_again.add(f"load_messages ({shape})", *sample)
         finally:
             await drop_schema(url)
         if sqlite:
@@ -261,15 +346,27 @@ async def _load(store: Store, chat_id: uuid.UUID, count: int, shape: str = "mess
 
 
 async def _run_steps(
-    line: Line, steps: list[tuple[str, Callable[[], Awaitable[Any]]]], rep: int, what: str
+    line: Line,
+    steps: list[tuple[str, Callable[[], Awaitable[Any]]]],
+    rep: int,
+    what: str,
+    url: str | None = None,
 ) -> None:
-    """Time each step once, in an order that alternates with the repetition."""
+    """Time each step once, in an order that alternates with the repetition.
+
+    With ``url`` (PostgreSQL) the server's CPU for each step is measured too.
+    """
     for name, action in steps if rep % 2 == 0 else steps[::-1]:
         print(f"    rep {rep + 1}: {what} {name} ... {load()}", flush=True)
-        seconds, cpu = await timed_cpu(action)
-        line.add(name, seconds, cpu)
+        if url is None:
+            seconds, cpu = await timed_cpu(action)
+            server = None
+        else:
+            seconds, cpu, server = await timed_server(action, url)
+        line.add(name, seconds, cpu, server)
+        shown = "" if server is None else f", server CPU {server:.2f} s"
         print(
-            f"    rep {rep + 1}: {what} {name}: {seconds:.2f} s (client CPU {cpu:.2f} s)",
+            f"    rep {rep + 1}: {what} {name}: {seconds:.2f} s (client CPU {cpu:.2f} s{shown})",
             flush=True,
         )
 
