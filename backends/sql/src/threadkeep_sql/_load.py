@@ -5,11 +5,9 @@ One transaction per batch, on either engine:
 1. lock the chat's row (``SELECT next_seq ... FOR UPDATE``, only a live, hot chat): every
    append of the chat takes that lock first (the one-statement append's ``UPDATE chats``
    and the transactional path's ``FOR UPDATE``), so while it is held no other writer can
-   store a message in the chat, and the ``agui_id``s read next stay true until commit;
-2. read which of the batch's ``agui_id``s the chat stores, with their fingerprints (one
-   indexed read, ``ux_messages_agui``: the ids as one array parameter on PostgreSQL, as one
-   JSON array read by ``json_each`` on SQLite); a different fingerprint raises
-   ``IdempotencyConflict`` before anything is written;
+   store a message in the chat, and what is read or proved next stays true until commit;
+2. prove which of the batch's ``agui_id``s the chat stores (below); a stored one with a
+   different fingerprint raises ``IdempotencyConflict`` before anything is written;
 3. write the other messages with their seqs (``next_seq``, ``next_seq + 1``...) and their
    ``message_refs`` rows: PostgreSQL streams them with ``COPY`` (asyncpg
    ``copy_records_to_table``, the binary protocol), SQLite with one ``executemany`` of the
@@ -17,10 +15,26 @@ One transaction per batch, on either engine:
 4. move the chat's ``next_seq`` past them and bump its ``revision``, ``last_message_at``
    and ``updated_at``.
 
-A batch whose messages are all stored already writes nothing (step 3 and 4 are skipped), so
-a re-run of a load costs one read per batch. On SQLite the four steps run as one function on
-the connection's thread (:func:`threadkeep_sql._lite.run_on_thread`, inside ``BEGIN
-IMMEDIATE``): one hand-off to that thread per batch instead of one per statement.
+Step 2 on PostgreSQL, after one statement that reads the chat's highest seq and whether
+the batch's first ``agui_id`` is stored (``_TOP``):
+
+- the chat holds no message: nothing can be stored, nothing is read (a first load's
+  first batch);
+- the first id is not stored (a first load's next batches, the new part of a resumed
+  load): the batch is written first, inside a savepoint, and the unique index
+  ``ux_messages_agui`` on ``(chat_id, agui_id)`` is the proof that every id is new. A
+  ``COPY`` it refuses (any unique violation) is rolled back to the savepoint and the batch
+  takes the next path, in the same transaction under the same lock, so its result and its
+  errors are that path's;
+- otherwise (a re-run): one aggregate read (``_PRESENT_COUNT``, one probe of the index
+  per id) answers "none stored" or "all stored with the same fingerprint" in one row; only
+  a batch in between reads the stored rows (``_PRESENT``).
+
+SQLite reads the batch's ids always (one ``json_each`` read on the same index, cheap
+there). A batch whose messages are all stored already writes nothing (steps 3 and 4 are
+skipped). On SQLite the four steps run as one function on the connection's thread
+(:func:`threadkeep_sql._lite.run_on_thread`, inside ``BEGIN IMMEDIATE``): one hand-off to
+that thread per batch instead of one per statement.
 """
 
 from __future__ import annotations
