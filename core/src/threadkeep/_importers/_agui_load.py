@@ -47,7 +47,7 @@ class Replay:
 
 def replay_input(run: RunRecord, thread_key: str, run_id: str) -> RunAgentInput:
     """The ``RunAgentInput`` a recorded run is replayed with (its request, re-keyed)."""
-    base = run.request or RunAgentInput(
+    base = run.agent_input() or RunAgentInput(
         thread_id=thread_key,
         run_id=run_id,
         messages=[],
@@ -62,7 +62,7 @@ def replay_input(run: RunRecord, thread_key: str, run_id: str) -> RunAgentInput:
 def storage_agent(store: Store, run: RunRecord, *, user_id: str, keep_events: bool) -> StorageAgent:
     """The agent an import replays a recorded run through (either path)."""
     return StorageAgent(
-        Replay(run.events),
+        Replay(run.events()),
         store,
         user_id=user_id,
         write_policy="buffered",

@@ -47,13 +47,7 @@ from .._paging import MessageFilter
 from .._runs import Run, RunStatus
 from . import ImportReport, ProgressCallback
 from ._agui_bulk import CHAT_PROOF, Unsupported, chat_proof
-from ._agui_files import (
-    RunRecord,
-    normalize_request,
-    read_recordings,
-    runs_of,
-    scan_recordings,
-)
+from ._agui_files import RunRecord, normalize_request, read_recordings, runs_of
 from ._agui_load import OWNER, RUN_DIGEST, RunBatch, replay_input, storage_agent
 from ._bulk import LOOKUP_BATCH
 
@@ -108,17 +102,14 @@ async def import_agui(
     """
     if thread_scope not in THREAD_SCOPES:
         raise InvalidArgument(f"thread_scope is 'recording' or 'thread', not {thread_scope!r}")
-    scanned = scan_recordings(Path(path))
-    if scanned is not None:  # an unchanged import: proven without parsing every event
-        outline = runs_of(scanned)
-        present = await _all_present(store, user_id, _by_chat(outline, thread_scope))
-        if present is not None:
-            if progress is not None:
-                progress(0, len(outline))
-                progress(len(outline), len(outline))
-            return present
-    runs = runs_of(read_recordings(Path(path)))
+    runs = runs_of(read_recordings(Path(path)))  # in outline: every file checked
     chats = _by_chat(runs, thread_scope)
+    present = await _all_present(store, user_id, chats)
+    if present is not None:  # an unchanged import: proven without parsing every event
+        if progress is not None:
+            progress(0, len(runs))
+            progress(len(runs), len(runs))
+        return present
     importer = _Import(store, user_id, keep_events, progress, len(runs))
     if progress is not None:
         progress(0, len(runs))  # read: writing starts
