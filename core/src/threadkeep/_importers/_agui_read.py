@@ -48,7 +48,7 @@ class Span:
     """Where one run's items are in their file.
 
     Attributes:
-        path: The file.
+        path: The file (its name: a ``Path`` per run would weigh more than the span).
         key: The named stream of an object of streams, else ``None``.
         start: The first item: a byte offset (``streamed``) or an item position.
         end: Past the last item, in the same unit.
@@ -58,7 +58,7 @@ class Span:
         stamp: The file's size and modification time when it was outlined.
     """
 
-    path: Path
+    path: str
     key: str | None
     start: int
     end: int
@@ -77,7 +77,7 @@ class Segment:
     run_id: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Recording:
     """One recorded stream (and its request), in outline.
 
@@ -137,7 +137,7 @@ class _Splitter:
         if self.opened is None:
             return
         start, index, line = self.opened
-        span = Span(self.path, self.key, start, end, index, line, self.streamed, self.stamp)
+        span = Span(str(self.path), self.key, start, end, index, line, self.streamed, self.stamp)
         started = self.started
         ids = (started.thread_id, started.run_id) if started is not None else (None, None)
         self.segments.append(Segment(span, *ids))
@@ -329,7 +329,7 @@ def _whole_outline(
         document = items[0]
         if isinstance(document.get("messages"), list):
             request = normalize_request(document, where=str(path))
-            ref = RequestRef(path, request.thread_id, request.run_id)
+            ref = RequestRef(str(path), request.thread_id, request.run_id)
             found = [Recording(name, request=ref, digest=text_digest)]
             return _finish(path, found, notes, strict=strict, sse=bool(parsed and parsed.sse))
         if document and all(isinstance(v, list) for v in document.values()):
@@ -369,7 +369,7 @@ class SpanReader:
     """Reads runs' events again, in full (pass 2); keeps the last file read whole."""
 
     def __init__(self) -> None:
-        self._document: tuple[Path, list[Any] | dict[str, Any]] | None = None
+        self._document: tuple[str, list[Any] | dict[str, Any]] | None = None
         self._lines: list[int | None] = []
 
     def events(self, span: Span) -> list[BaseEvent]:
@@ -379,7 +379,7 @@ class SpanReader:
             InvalidArgument: If the file changed since it was outlined.
         """
         try:
-            changed = _stamp(span.path) != span.stamp
+            changed = _stamp(Path(span.path)) != span.stamp
         except OSError:
             changed = True
         if changed:
@@ -407,7 +407,7 @@ class SpanReader:
     def _streamed(self, span: Span) -> list[tuple[int, int | None, Any]]:
         found: list[tuple[int, int | None, Any]] = []
         index, line = span.index, span.line or 1
-        with span.path.open("rb") as file:
+        with open(span.path, "rb") as file:
             file.seek(span.start)
             position = span.start
             while position < span.end:
@@ -425,7 +425,7 @@ class SpanReader:
     def _items(self, span: Span) -> list[tuple[int, int | None, Any]]:
         held = self._document
         if held is None or held[0] != span.path:
-            text = span.path.read_bytes().decode("utf-8-sig")
+            text = Path(span.path).read_bytes().decode("utf-8-sig")
             parsed = read_event_text(text)
             document: list[Any] | dict[str, Any] = parsed.items
             if span.key is not None:

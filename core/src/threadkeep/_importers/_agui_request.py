@@ -38,7 +38,7 @@ class RequestRef:
         run_id: Its ``runId`` (a deterministic ``import:<hash>`` when it has none).
     """
 
-    path: Path
+    path: str
     thread_id: str
     run_id: str
 
@@ -49,7 +49,7 @@ class RequestRef:
             InvalidArgument: If the file changed since and no longer holds a request.
         """
         try:
-            text = self.path.read_text(encoding="utf-8-sig")
+            text = Path(self.path).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidArgument(f"cannot read {self.path} again: {exc}") from exc
         items = read_event_text(text).items if text.strip() else []
