@@ -251,10 +251,12 @@ async def test_runs_sharing_a_chat_take_the_ordinary_path_and_prove_it(store, tm
     write_recordings(root)
     first = await import_agui(store, root, user_id="u", thread_scope=scope)
     assert first.chats_created == 1  # every recording uses thread "t"
+    # Four requests repeat the prompt the first recording stored: present, not new.
+    assert first.messages_present == 4
     with count_store_writes(store) as again:
         second = await import_agui(store, root, user_id="u", thread_scope=scope)
     assert dict(again) == {}
-    assert second.messages_present == first.messages_created
+    assert second.messages_present == first.messages
 
 
 async def test_a_changed_recording_is_imported_again_not_reported_present(store, tmp_path):
@@ -271,7 +273,8 @@ async def test_a_changed_recording_is_imported_again_not_reported_present(store,
     assert again.chats_present == 6  # the chat of the changed recording is found, not made
     # Its run is another recording's now ("r#2"): its records are new, the prompt is stored.
     assert again.messages_created == 4
-    assert again.messages_present == first.messages_created - 4  # the other chats' messages
+    # The other chats' messages, and the prompt its request repeats (run "r" stored it).
+    assert again.messages_present == first.messages_created - 4 + 1
     chat = await store.find_chat("u", "agui:tool-result:t")
     assert chat is not None
     late = await store.get_message_by_agui_id(chat.chat_id, "a-late")

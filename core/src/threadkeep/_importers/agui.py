@@ -211,19 +211,23 @@ class _Import:
         counted: set[str] = set()
         part = ImportReport()
         clean = True
+        wrote = False
         for run in runs:
-            run_report, stored_whole = await _import_run(
+            run_report, stored_whole, present = await _import_run(
                 self.store, self.user_id, run, key, counted, keep_events=self.keep_events
             )
             part.merge(run_report)
             clean = clean and stored_whole
+            wrote = wrote or not present
             self._advance(1)
         self.report.merge(part)
         chat = await self.store.find_chat(self.user_id, key) if clean else None
-        if chat is not None:  # written last: every run of the chat is stored
-            counts = {"messages": part.messages, "tool_calls": part.tool_calls}
-            metadata = {**chat.metadata, CHAT_PROOF: {"digest": proof, "counts": counts}}
-            await self.store.update_chat(chat.chat_id, metadata=metadata)
+        if chat is None or (not wrote and CHAT_PROOF in chat.metadata):
+            return  # every run was stored already: its proof (another set's) stays
+        # Written last: every run of the chat is stored.
+        counts = {"messages": part.messages, "tool_calls": part.tool_calls}
+        metadata = {**chat.metadata, CHAT_PROOF: {"digest": proof, "counts": counts}}
+        await self.store.update_chat(chat.chat_id, metadata=metadata)
 
     def _advance(self, runs: int) -> None:
         for _ in range(runs):
@@ -264,12 +268,12 @@ async def _import_run(
     chats: set[str],
     *,
     keep_events: bool,
-) -> tuple[ImportReport, bool]:
+) -> tuple[ImportReport, bool, bool]:
     """Import one run; ``chats`` holds the thread keys this import has counted already.
 
     Returns:
-        The counts, and whether the run is stored whole (ended with its digest, no write
-        of it refused).
+        The counts, whether the run is stored whole (ended with its digest, no write of it
+        refused), and whether it was stored already (nothing written).
     """
     report = ImportReport()
     chat = await store.find_chat(user_id, thread_key)
@@ -284,7 +288,8 @@ async def _import_run(
         stored = await _run_messages(store, chat.chat_id, run_id)
         report.messages_present += len(stored)
         report.tool_calls_present += sum(len(m.tool_calls) for m in stored)
-        return report, True
+        await _count_held_input(store, chat.chat_id, run, stored, report)
+        return report, True, True
     agent = storage_agent(store, run, user_id=user_id, keep_events=keep_events)
     with _refused_batches() as refused:
         async for _event in agent.run(replay_input(run, thread_key, run_id)):
@@ -294,8 +299,39 @@ async def _import_run(
         _warn_refused(run, stored, refused)
     report.messages_created += len(stored)
     report.tool_calls_created += sum(len(m.tool_calls) for m in stored)
+    await _count_held_input(store, chat.chat_id, run, stored, report)
     ended = await store.get_run(chat.chat_id, run_id)
-    return report, not refused.errors and ended.metadata.get(DIGEST_NOTE) == run.digest
+    whole = not refused.errors and ended.metadata.get(DIGEST_NOTE) == run.digest
+    return report, whole, False
+
+
+async def _count_held_input(
+    store: Store, chat_id: Any, run: RunRecord, stored: list[Message], report: ImportReport
+) -> None:
+    """Count as present the run's request messages an earlier run of the chat holds.
+
+    A request repeats the chat's history (the prompt of the first run, its answers): the
+    run stores only what is new, so what it repeats is neither among its messages nor
+    new, but it is in the input and stored: already present. A message stored under a
+    renamed id (``<id>#<n>``: the same id with other content) is this run's, not present.
+    """
+    request = run.agent_input()
+    if request is None:
+        return
+    mine = {m.agui_id for m in stored if m.agui_id} | {
+        str(m.metadata["agui_id"]) for m in stored if m.metadata.get("agui_id")
+    }
+    seen: set[str] = set()
+    for message in request.messages:
+        if message.id in seen or message.id in mine:
+            continue
+        seen.add(message.id)
+        if any(held.startswith(f"{message.id}#") for held in mine):
+            continue
+        found = await store.get_message_by_agui_id(chat_id, message.id)
+        if found is not None:  # not this run's: its messages are in ``mine``
+            report.messages_present += 1
+            report.tool_calls_present += len(found.tool_calls)
 
 
 async def _run_slot(store: Store, chat_id: Any, run: RunRecord) -> tuple[str, bool]:
