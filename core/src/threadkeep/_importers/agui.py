@@ -48,7 +48,14 @@ from .._runs import Run, RunStatus
 from . import ImportReport, ProgressCallback
 from ._agui_bulk import CHAT_PROOF, Unsupported, chat_proof
 from ._agui_files import RunRecord, normalize_request, read_recordings, runs_of
-from ._agui_load import OWNER, RUN_DIGEST, RunBatch, replay_input, storage_agent
+from ._agui_load import (
+    OWNER,
+    RUN_DIGEST,
+    RunBatch,
+    repeated_input,
+    replay_input,
+    storage_agent,
+)
 from ._bulk import LOOKUP_BATCH
 
 if TYPE_CHECKING:
@@ -159,10 +166,11 @@ class _Import:
     """One import's chats, each by the fastest path that stores what ``StorageAgent`` does.
 
     A chat whose proof (:data:`._agui_bulk.CHAT_PROOF`) names exactly these recordings is
-    present (found by the one read before); a new chat of one run is folded in memory and
-    written in a ``load_chats`` batch (:mod:`._agui_load`); any other chat has its runs
-    replayed one by one through ``StorageAgent`` against the store (:func:`_import_run`),
-    and then gets its proof.
+    present (found by the one read before); the runs of a new chat are folded in memory,
+    in order, and written in a ``load_chats`` batch (:mod:`._agui_load`); any other chat
+    (one that exists, or whose runs the stand-in does not emulate) has its runs replayed
+    one by one through ``StorageAgent`` against the store (:func:`_import_run`), and then
+    gets its proof.
     """
 
     store: Store
@@ -186,13 +194,13 @@ class _Import:
             self.report.merge(present)
             self._advance(len(runs))
             return
-        if chat is None and len(runs) == 1:
+        if chat is None:
             try:
-                await self.batch.add(runs[0], key, proof)
+                await self.batch.add(runs, key, proof)
             except Unsupported:
                 pass  # nothing written: the ordinary path below
             else:
-                self.waiting += 1
+                self.waiting += len(runs)
                 if self.batch.full():
                     await self.flush()
                 return
@@ -202,10 +210,10 @@ class _Import:
         """Write the batch of new chats."""
         written, taken = await self.batch.flush()
         self.report.merge(written)
-        waiting, self.waiting = self.waiting - len(taken), 0
+        waiting, self.waiting = self.waiting - sum(len(runs) for runs, _ in taken), 0
         self._advance(waiting)
-        for run, key in taken:
-            await self._one_by_one(key, [run], chat_proof(key, [run.digest]))
+        for runs, key in taken:
+            await self._one_by_one(key, runs, chat_proof(key, [run.digest for run in runs]))
 
     async def _one_by_one(self, key: str, runs: list[RunRecord], proof: str) -> None:
         counted: set[str] = set()
@@ -308,28 +316,13 @@ async def _import_run(
 async def _count_held_input(
     store: Store, chat_id: Any, run: RunRecord, stored: list[Message], report: ImportReport
 ) -> None:
-    """Count as present the run's request messages an earlier run of the chat holds.
+    """Count as present the run's request messages the chat held before the run.
 
-    A request repeats the chat's history (the prompt of the first run, its answers): the
-    run stores only what is new, so what it repeats is neither among its messages nor
-    new, but it is in the input and stored: already present. A message stored under a
-    renamed id (``<id>#<n>``: the same id with other content) is this run's, not present.
+    See :func:`._agui_load.repeated_input` (the bulk path counts them the same way).
     """
-    request = run.agent_input()
-    if request is None:
-        return
-    mine = {m.agui_id for m in stored if m.agui_id} | {
-        str(m.metadata["agui_id"]) for m in stored if m.metadata.get("agui_id")
-    }
-    seen: set[str] = set()
-    for message in request.messages:
-        if message.id in seen or message.id in mine:
-            continue
-        seen.add(message.id)
-        if any(held.startswith(f"{message.id}#") for held in mine):
-            continue
-        found = await store.get_message_by_agui_id(chat_id, message.id)
-        if found is not None:  # not this run's: its messages are in ``mine``
+    for agui_id in repeated_input(run.agent_input(), stored):
+        found = await store.get_message_by_agui_id(chat_id, agui_id)
+        if found is not None:
             report.messages_present += 1
             report.tool_calls_present += len(found.tool_calls)
 
