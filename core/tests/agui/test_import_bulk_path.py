@@ -1,15 +1,23 @@
 """``import --format agui``'s bulk path stores exactly what ``StorageAgent`` stores (every driver).
 
-The same recordings are imported twice into one store: once as the importer does it (new
-chats of one run folded in memory, written in ``Store.load_chats`` batches), once with
+The same recordings are imported twice into one store: once as the importer does it (the
+runs of new chats folded in memory, written in ``Store.load_chats`` batches), once with
 that path turned off, so every run is replayed through ``StorageAgent`` against the store
 one by one. The two histories (chats, messages, runs, steps) must be equal up to the ids
-and timestamps each write assigns, and a re-import of either writes nothing.
+and timestamps each write assigns, and a re-import of either writes nothing. Chats of
+several runs (a recording with two ``RUN_STARTED``, ``--thread-scope thread``) are
+compared too: each run reads what the runs before it wrote.
+
+``seq`` is compared as the order it gives (messages among messages, steps among steps):
+the memservice driver numbers a chat's messages and steps in one sequence, so a batch
+that writes a chat's messages before its steps numbers them differently from writes run
+by run, in the same order.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -136,8 +144,10 @@ STREAMS: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
 }
 
 
-def write_recordings(root: Path) -> None:
+def write_recordings(root: Path, names: list[str] | None = None) -> None:
     for name, (messages, events) in STREAMS.items():
+        if names is not None and name not in names:
+            continue
         folder = root / name
         folder.mkdir(parents=True)
         request = {"threadId": "t", "runId": events[0]["runId"], "messages": messages}
@@ -178,7 +188,7 @@ async def history(store: Store, user: str) -> dict[str, Any]:
     for chat in sorted(page.items, key=lambda c: c.thread_id):
         ids = _Ids()
         messages = (await store.list_messages(chat.chat_id, limit=200)).items
-        run_ids = sorted({m.run_id for m in messages if m.run_id} | {"r", "r1", "r2"})
+        run_ids = sorted({m.run_id for m in messages if m.run_id} | {"r", "r1", "r2", "r#3"})
         runs, steps = [], []
         for run_id in run_ids:
             try:
@@ -193,12 +203,20 @@ async def history(store: Store, user: str) -> dict[str, Any]:
         found[chat.thread_id.replace(user, "")] = ids(
             {
                 "chat": chat.model_dump(include={"name", "metadata", "status", "agent_id"}),
-                "messages": [m.model_dump(exclude={"chat_id", "revision"}) for m in messages],
+                "messages": ranked(
+                    [m.model_dump(exclude={"chat_id", "revision"}) for m in messages]
+                ),
                 "runs": runs,
-                "steps": steps,
+                "steps": ranked(steps),
             }
         )
     return found
+
+
+def ranked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records in ``seq`` order, each ``seq`` replaced by its rank (module docstring)."""
+    ordered = sorted(records, key=lambda r: (r.get("seq") is None, r.get("seq") or 0))
+    return [{**r, "seq": rank} if r.get("seq") is not None else r for rank, r in enumerate(ordered)]
 
 
 async def test_the_bulk_path_stores_what_the_storage_agent_stores(
@@ -208,7 +226,7 @@ async def test_the_bulk_path_stores_what_the_storage_agent_stores(
     write_recordings(root)
     with count_store_writes(every_store) as bulk_writes:
         bulk = await import_agui(every_store, root, user_id="bulk", keep_events=True)
-    assert bulk_writes.get("load_chats") == 1  # four new chats of one run, one batch
+    assert bulk_writes.get("load_chats") == 1  # five new chats, one batch
 
     async def ordinary(*_: Any, **__: Any) -> None:
         raise Unsupported("the ordinary path, for comparison")
@@ -251,10 +269,12 @@ async def test_runs_sharing_a_chat_take_the_ordinary_path_and_prove_it(store, tm
     write_recordings(root)
     first = await import_agui(store, root, user_id="u", thread_scope=scope)
     assert first.chats_created == 1  # every recording uses thread "t"
+    # Four requests repeat the prompt the first recording stored: present, not new.
+    assert first.messages_present == 4
     with count_store_writes(store) as again:
         second = await import_agui(store, root, user_id="u", thread_scope=scope)
     assert dict(again) == {}
-    assert second.messages_present == first.messages_created
+    assert second.messages_present == first.messages
 
 
 async def test_a_changed_recording_is_imported_again_not_reported_present(store, tmp_path):
@@ -271,9 +291,111 @@ async def test_a_changed_recording_is_imported_again_not_reported_present(store,
     assert again.chats_present == 6  # the chat of the changed recording is found, not made
     # Its run is another recording's now ("r#2"): its records are new, the prompt is stored.
     assert again.messages_created == 4
-    assert again.messages_present == first.messages_created - 4  # the other chats' messages
+    # The other chats' messages, and the prompt its request repeats (run "r" stored it).
+    assert again.messages_present == first.messages_created - 4 + 1
     chat = await store.find_chat("u", "agui:tool-result:t")
     assert chat is not None
     late = await store.get_message_by_agui_id(chat.chat_id, "a-late")
     assert late is not None
     assert late.run_id == "r#2"
+
+
+HISTORY: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
+    # the chat's first run: a prompt, a tool call and its result, an answer
+    "a-first": (
+        [{"id": "msg-1", "role": "user", "content": PROMPT}],
+        run(
+            "t",
+            "r",
+            *call("c1", "calc", '{"a":1}'),
+            {"type": "TOOL_CALL_RESULT", "toolCallId": "c1", "content": "2"},
+            *text("a1", "It is 2."),
+        ),
+    ),
+    # the same run id again, its request repeating the history the first run stored
+    "b-again": (
+        [
+            {"id": "msg-1", "role": "user", "content": PROMPT},
+            {"id": "a1", "role": "assistant", "content": "It is 2."},
+            {"id": "msg-2", "role": "user", "content": "And 2+2?"},
+        ],
+        run("t", "r", *text("b1", "4.")),
+    ),
+    # two runs in one recording; the second has no request
+    "c-two-runs": (
+        [{"id": "msg-3", "role": "user", "content": "Go on"}],
+        [*run("t", "r1", *text("c1-text", "one")), *run("t", "r2", *text("c2", "two"))],
+    ),
+    # a prompt id reused with other content, an errored run
+    "d-reused": (
+        [{"id": "msg-1", "role": "user", "content": "something else"}],
+        run(
+            "t",
+            "r",
+            *text("d1", "Wor", end=False),
+            {"type": "RUN_ERROR", "message": "overloaded"},
+            end="none",
+        ),
+    ),
+    # a snapshot naming messages earlier runs stored, and one of its own
+    "e-snapshot": (
+        [{"id": "msg-4", "role": "user", "content": "Summary?"}],
+        run(
+            "t",
+            "r5",
+            *text("e1", "Sum"),
+            {
+                "type": "MESSAGES_SNAPSHOT",
+                "messages": [
+                    {"id": "msg-1", "role": "user", "content": PROMPT},
+                    {"id": "a1", "role": "assistant", "content": "It is 2."},
+                    {"id": "msg-4", "role": "user", "content": "Summary?"},
+                    {"id": "e1", "role": "assistant", "content": "Summary"},
+                ],
+            },
+        ),
+    ),
+}
+
+
+async def test_chats_of_several_runs_take_the_bulk_path_and_store_the_same(
+    every_store, tmp_path, monkeypatch
+):
+    root = tmp_path / "recordings"
+    monkeypatch.setattr(sys.modules[__name__], "STREAMS", HISTORY)
+    write_recordings(root)
+    with count_store_writes(every_store) as bulk_writes:
+        bulk = await import_agui(
+            every_store, root, user_id="bulk", thread_scope="thread", keep_events=True
+        )
+    assert bulk_writes.get("load_chats") == 1  # six runs of one chat, one batch
+    assert "commit_run" not in bulk_writes  # no run was replayed against the store
+
+    async def ordinary(*_: Any, **__: Any) -> None:
+        raise Unsupported("the ordinary path, for comparison")
+
+    monkeypatch.setattr(agui_load.RunBatch, "add", ordinary)
+    agent = await import_agui(
+        every_store, root, user_id="agent", thread_scope="thread", keep_events=True
+    )
+    assert bulk.as_dict() == agent.as_dict()
+    assert (bulk.chats_created, bulk.messages_present) == (1, 2)  # b-again's msg-1 and a1
+    stored, expected = await history(every_store, "bulk"), await history(every_store, "agent")
+    assert list(stored) == ["t"]
+    assert stored == expected
+    chat = stored["t"]
+    assert sorted(r["run_id"] for r in chat["runs"]) == ["r", "r#2", "r#3", "r1", "r2", "r5"]
+    prompts = [m["agui_id"] for m in chat["messages"] if m["role"] == "user"]
+    assert prompts == ["msg-1", "msg-2", "msg-3", "msg-1#2", "msg-4"]
+    errored = [r for r in chat["runs"] if r["status"] == "errored"]
+    assert [r["error"] for r in errored] == ["overloaded"]
+
+    monkeypatch.undo()
+    monkeypatch.setattr(sys.modules[__name__], "STREAMS", HISTORY)
+    for user in ("bulk", "agent"):
+        with count_store_writes(every_store) as again:
+            report = await import_agui(
+                every_store, root, user_id=user, thread_scope="thread", keep_events=True
+            )
+        assert dict(again) == {}
+        assert report.messages_present == bulk.messages

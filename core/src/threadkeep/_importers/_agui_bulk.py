@@ -2,18 +2,19 @@
 
 A recorded run replayed through :class:`threadkeep.agui.StorageAgent` against the store
 costs its lookups, ``begin_run``, ``end_run`` and reads back: several round trips for a run
-of perhaps twenty messages. For a run whose chat does not exist yet, the same agent folds
-the same events against :class:`RecordingStore` instead: a stand-in for the store that
-answers the agent's reads from what the run has "written" so far (an empty chat, then the
-run's input) and records its writes. What it recorded (the chat, the run's input and
-records, its steps, the ended run) then goes to ``Store.load_chats`` with many other runs'
+of perhaps twenty messages. For the runs of a chat that does not exist yet, the same agent
+folds the same events against :class:`RecordingStore` instead: a stand-in for the store
+that answers the agent's reads from what the chat's runs have "written" so far (an empty
+chat, then each run's input and records, in order: a second run reads what the first
+wrote) and records their writes. What it recorded (the chat, every run's input and
+records, their steps, the ended runs) then goes to ``Store.load_chats`` with many other
 chats in one batch. So what is stored is exactly what the agent stores, through the same
 fold; only the writes are batched.
 
-The stand-in answers what a single run of a new chat asks in the ordinary case. Anything
-else (the agent asks something it does not emulate, an inbound id repeated with another
-payload, a message of the run reusing the id of its input with other content, a
-compaction boundary, a durable step, a record the store would refuse) raises
+The stand-in answers what the runs of a new chat ask in the ordinary case. Anything else
+(the agent asks something it does not emulate, a read while a run is open, an inbound id
+repeated with another payload, a message reusing an id the chat holds with other content,
+a compaction boundary, a durable step, a record the store would refuse) raises
 :class:`Unsupported`, and the importer takes the ordinary path for that chat instead:
 nothing was written, and the ordinary path decides as it always did.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID, uuid4
@@ -60,28 +61,29 @@ def chat_proof(thread_key: str, run_digests: Sequence[str]) -> str:
 
 
 class RecordingStore:
-    """The store as one run of a new chat sees it, recording the run's writes.
+    """The store as the runs of one new chat see it, recording their writes.
 
     Args:
         store: The real store (its limits, clock and checks).
-        chat: The chat the run's chat will be (not stored yet).
+        chat: The chat the runs' chat will be (not stored yet).
 
     Attributes:
-        input: The run's input messages (``begin_run``), checked and encoded.
-        records: Its records (``end_run``), checked and encoded, those its input holds
-            already (same id and payload) left out.
-        steps: Its steps, as ``end_run`` received them.
-        run: The run record as the two writes leave it (``revision`` 1), once ended.
+        messages: Every message the runs wrote (inputs and records, checked and encoded),
+            in the order the store would give them ``seq``; a repeat of a held id with the
+            same payload is left out, as an append leaves it out.
+        steps: The runs' steps, as ``end_run`` received them.
+        runs: The run records as the two writes of each leave them (``revision`` 1).
     """
 
     def __init__(self, store: Store, chat: Chat) -> None:
         self._store = store
         self._chat = chat
-        self.input: list[PreparedMessage] = []
-        self.records: list[PreparedMessage] = []
+        self.messages: list[PreparedMessage] = []
         self.steps: list[Step] = []
-        self.run: Run | None = None
+        self.runs: list[Run] = []
         self._begun: Run | None = None
+        self._by_id: dict[str, int] = {}  # agui_id -> position in ``messages``
+        self._views: list[Message] = []
         self.unsupported: str | None = None
 
     def as_store(self) -> Store:
@@ -109,29 +111,32 @@ class RecordingStore:
     async def run_context(
         self, chat_id: UUID | str, *, agui_ids: Sequence[str] = ()
     ) -> tuple[list[Message], dict[str, Message]]:
-        """An empty chat's context: nothing, and no message holding any id."""
-        self._require_empty()
-        return [], {}
+        """The chat's context (every message so far) and the messages holding ``agui_ids``."""
+        self._require_idle()
+        views = self._messages_as_read()
+        held = {i: views[self._by_id[i]] for i in agui_ids if i in self._by_id}
+        return list(views), held
 
     async def scan_messages(
         self, chat_id: UUID | str, *, after_seq: int = 0, limit: int = 200
     ) -> list[Message]:
-        """An empty chat's messages (hidden ones included): none."""
-        self._require_empty()
-        return []
+        """The chat's messages after ``after_seq`` (none is hidden), oldest first."""
+        self._require_idle()
+        return [m for m in self._messages_as_read() if (m.seq or 0) > after_seq][:limit]
 
     async def get_message_by_agui_id(self, chat_id: UUID | str, agui_id: str) -> Message | None:
-        """The run's input message holding ``agui_id`` (all the chat holds while it folds)."""
-        return next((p.message for p in self.input if p.message.agui_id == agui_id), None)
+        """The message of the chat holding ``agui_id``, if any."""
+        position = self._by_id.get(agui_id)
+        return None if position is None else self._messages_as_read()[position]
 
     async def get_tool_call_by_agui_id(self, chat_id: UUID | str, agui_id: str) -> ToolCall | None:
-        """A tool call of the run's input with ``agui_id``."""
-        calls = (c for p in self.input for c in p.message.tool_calls if c.agui_id == agui_id)
+        """A tool call of the chat's messages with ``agui_id``."""
+        calls = (c for p in self.messages for c in p.message.tool_calls if c.agui_id == agui_id)
         return next(calls, None)
 
     async def get_reasoning_by_agui_id(self, chat_id: UUID | str, agui_id: str) -> Reasoning | None:
-        """A reasoning of the run's input with ``agui_id``."""
-        found = (r for p in self.input for r in p.message.reasonings if r.agui_id == agui_id)
+        """A reasoning of the chat's messages with ``agui_id``."""
+        found = (r for p in self.messages for r in p.message.reasonings if r.agui_id == agui_id)
         return next(found, None)
 
     # -- what the agent writes --------------------------------------------------------------
@@ -146,9 +151,10 @@ class RecordingStore:
         messages: Sequence[Message] = (),
     ) -> Run:
         """Record the run's input; return the run as ``begin_run`` stores it (active)."""
-        if self._begun is not None:
-            raise Unsupported("a second run of the chat")
-        self.input = _unique(self._prepared(messages), {})
+        self._require_idle()
+        if any(run.run_id == run_id for run in self.runs):
+            raise Unsupported("a run id the chat has ended already")
+        self._append(self._prepared(messages))
         now = self._store.now()
         self._begun = Run(
             chat_id=self._chat.chat_id,
@@ -200,10 +206,10 @@ class RecordingStore:
             raise Unsupported(f"end_run would refuse the run: {exc}") from exc
         if ending is RunStatus.ACTIVE or any(s.chat_id != self._chat.chat_id for s in steps):
             raise Unsupported("end_run would refuse the run")
-        held = {p.message.agui_id: p for p in self.input if p.message.agui_id is not None}
-        self.records = _unique(self._prepared(messages), held)
-        self.steps = list(steps)
-        self.run = run
+        self._append(self._prepared(messages))
+        self.steps += steps
+        self.runs.append(run)
+        self._begun = None
         return run
 
     async def save_steps(self, steps: Sequence[Step]) -> list[Step]:
@@ -218,9 +224,39 @@ class RecordingStore:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _require_empty(self) -> None:
+    def holds(self, agui_id: str) -> Message | None:
+        """The message holding ``agui_id`` (for the importer's counts), if any."""
+        position = self._by_id.get(agui_id)
+        return None if position is None else self.messages[position].message
+
+    def _require_idle(self) -> None:
         if self._begun is not None:
-            raise Unsupported("a read of the chat after the run began")
+            raise Unsupported("a read of the chat while a run is open")
+
+    def _messages_as_read(self) -> list[Message]:
+        """The messages as a read returns them: with the ``seq`` the load gives them."""
+        views = self._views
+        for seq in range(len(views) + 1, len(self.messages) + 1):
+            views.append(self.messages[seq - 1].message.model_copy(update={"seq": seq}))
+        return views
+
+    def _append(self, prepared: list[PreparedMessage]) -> None:
+        """Append as the store appends: a held id with the same payload is left out.
+
+        Raises:
+            Unsupported: If an id repeats with another payload (the store's
+                ``IdempotencyConflict``: the ordinary path then writes the run one by one).
+        """
+        for item in prepared:
+            agui_id = item.message.agui_id
+            position = self._by_id.get(agui_id) if agui_id is not None else None
+            if position is not None:
+                if self.messages[position].fingerprint != item.fingerprint:
+                    raise Unsupported(f"message id {agui_id!r} repeats with another payload")
+                continue
+            if agui_id is not None:
+                self._by_id[agui_id] = len(self.messages)
+            self.messages.append(item)
 
     def _prepared(self, messages: Sequence[Message]) -> list[PreparedMessage]:
         """The messages checked and encoded as the store would (``Store.prepare``)."""
@@ -238,30 +274,6 @@ class RecordingStore:
 
 def _key(chat: Chat) -> tuple[str, str, str | None]:
     return chat.user_id, chat.thread_id, chat.tenant_id
-
-
-def _unique(
-    prepared: list[PreparedMessage], held: Mapping[str, PreparedMessage]
-) -> list[PreparedMessage]:
-    """Leave out repeats of stored or earlier ids with the same payload, as an append does.
-
-    Raises:
-        Unsupported: If an id repeats with another payload (the store's
-            ``IdempotencyConflict``: the ordinary path then writes the run one by one).
-    """
-    seen = dict(held)
-    unique = []
-    for item in prepared:
-        agui_id = item.message.agui_id
-        earlier = seen.get(agui_id) if agui_id is not None else None
-        if earlier is not None:
-            if earlier.fingerprint != item.fingerprint:
-                raise Unsupported(f"message id {agui_id!r} repeats with another payload")
-            continue
-        if agui_id is not None:
-            seen[agui_id] = item
-        unique.append(item)
-    return unique
 
 
 def new_chat(store: Store, user_id: str, thread_id: str, name: str) -> Chat:

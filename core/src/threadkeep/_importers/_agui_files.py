@@ -11,37 +11,29 @@ Layouts (see ``docs/cli.md``):
 - loose stream files (a JSON array, JSON Lines, ``data:`` SSE, or an object of named streams).
 
 A malformed AG-UI file (a JSON Lines file of events with a line that is not JSON, a request
-that is not a ``RunAgentInput``) refuses the whole import, before anything is written,
-naming the file and line (the fields, for a request). Items among events that are not
-events (no ``type``, a required field missing even after the dialect rules) and SSE
-``data:`` blocks that are not JSON (keep-alives) are skipped, counted in one warning per
-file.
+that is not a ``RunAgentInput``, a run folder's request or response that is not UTF-8
+text) refuses the whole import, before anything is written, naming the file and line (the
+fields, for a request). Items among events that are not events (no ``type``; a required
+field missing even after the dialect rules, found when the run is read) and SSE ``data:``
+blocks that are not JSON (keep-alives) are skipped, counted in one warning per file (per
+run, for the second kind). Other files that are not UTF-8 text are skipped with a note.
+
+The files are read in outline first (``_agui_read``: digests, where each run is, the
+requests checked); a run's events and its request are read again only when the run is
+imported, so memory holds one run at a time, not the input.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import re
-from collections.abc import Callable
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ag_ui.core import (
-    BaseEvent,
-    EventType,
-    RunAgentInput,
-    RunErrorEvent,
-    RunFinishedEvent,
-    RunStartedEvent,
-)
-from pydantic import ValidationError
+from ag_ui.core import BaseEvent, RunAgentInput
 
 from .._errors import InvalidArgument
-from ..agui._wire import parse_event, read_event_text
+from ._agui_read import Recording, Span, SpanReader, outline_file
+from ._agui_request import RequestRef, digest, normalize_request
 
 __all__ = [
     "Recording",
@@ -50,52 +42,55 @@ __all__ = [
     "normalize_request",
     "read_recordings",
     "runs_of",
-    "scan_recordings",
 ]
 
-_log = logging.getLogger("threadkeep.import")
 _SUFFIXES = frozenset({".json", ".jsonl", ".ndjson", ".sse", ".txt", ".events"})
 _PAIRED = re.compile(r"^(?P<stem>.+?)(?:\.\d+)?\.(?P<kind>Request|Response)\.")
 _FOLDER_KINDS = {"request": "Request", "response": "Response"}
 _FOLDER = "\0folder"
 
 
-@dataclass
-class Recording:
-    """One recorded stream (and its request): its events, where it came from, its digest.
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One run to import, in outline: a segment of a recording (one ``RUN_STARTED`` on).
 
     Attributes:
-        name: The recording's name (scopes its chat: see ``docs/cli.md``).
-        events: The stream's events, in order.
-        request: The normalized request beside it, if any.
-        digest: A hash of the files' text (a run's content identity).
+        recording: The recording it is part of.
+        thread_id: Its thread (the ``RUN_STARTED``'s, else the request's, else ``"thread"``).
+        run_id: Its run id (likewise, else a deterministic ``import:<hash>``).
+        span: Where its events are (``None``: a request without a response).
+        request: The request it is replayed with (the recording's first run only).
+        digest: Its content identity (the recording's digest and its position).
+        reader: Reads its events again (shared by the runs of one import).
     """
-
-    name: str
-    events: list[BaseEvent] = field(default_factory=list)
-    request: RunAgentInput | None = None
-    digest: str = ""
-
-
-@dataclass
-class RunRecord:
-    """One run to import: a segment of a recording (from one ``RUN_STARTED`` to the next)."""
 
     recording: Recording
     thread_id: str
     run_id: str
-    events: list[BaseEvent]
-    request: RunAgentInput | None
+    span: Span | None
+    request: RequestRef | None
     digest: str
+    reader: SpanReader
 
+    def events(self) -> list[BaseEvent]:
+        """The run's events, read again and parsed in full.
 
-def digest(*parts: str) -> str:
-    """Return a short hex SHA-256 of the parts (joined with NUL)."""
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        Raises:
+            InvalidArgument: If its file changed since it was first read.
+        """
+        return self.reader.events(self.span) if self.span is not None else []
+
+    def agent_input(self) -> RunAgentInput | None:
+        """The run's request, read again (``None`` when it has none).
+
+        Raises:
+            InvalidArgument: If the request file changed since it was first read.
+        """
+        return self.request.load() if self.request is not None else None
 
 
 def read_recordings(path: Path) -> list[Recording]:
-    """Read every recording under ``path`` (a file, its pair, or a directory).
+    """Read every recording under ``path`` (a file, its pair, or a directory) in outline.
 
     Raises:
         InvalidArgument: If ``path`` does not exist; a file named directly holds no AG-UI
@@ -154,121 +149,10 @@ def _name(path: Path, root: Path) -> str:
 
 
 def _read(path: Path, *, root: Path, strict: bool) -> list[Recording]:
-    """Read one file (see the module docstring); a non-AG-UI file gives ``[]`` and a note."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read {path}: {exc}") from exc
-    parsed = read_event_text(text) if text.strip() else None
-    skipped: list[str] = []
-    items = parsed.items if parsed else []
-    lines = parsed.lines if parsed else []
-    found = _classify(path, root, items, lines=lines, skipped=skipped, text_digest=digest(text))
-    if found and parsed and parsed.problems:
-        if not parsed.sse:
-            msg = f"{path}: {parsed.problems[0]}; the file is not valid JSON Lines"
-            raise InvalidArgument(msg)
-        skipped = [*parsed.problems, *skipped]  # SSE blocks that do not decode: warned below
-    if not found:
-        skipped = [*(parsed.problems if parsed else []), *skipped]
-        noun = "item" if len(skipped) == 1 else "items"
-        reason = f" ({len(skipped)} {noun}, first: {skipped[0]})" if skipped else " (empty)"
-        if strict:
-            summary = f"{len(skipped)} item{'s' if len(skipped) != 1 else ''} skipped"
-            msg = f"{path} holds no AG-UI events or RunAgentInput request"
-            first = f": {summary} as not AG-UI events (first: {skipped[0]})" if skipped else ""
-            raise InvalidArgument(msg + (f"{first}; is --format right?" if first else ""))
-        _log.warning("skipped %s: not an AG-UI file%s", path, reason)
-        return []
-    if skipped:
-        count = f"{len(skipped)} item{'s' if len(skipped) > 1 else ''}"
-        _log.warning("%s: %s skipped as not AG-UI events (first: %s)", path, count, skipped[0])
-    return found
-
-
-def _classify(
-    path: Path,
-    root: Path,
-    items: list[Any],
-    *,
-    lines: list[int | None],
-    skipped: list[str],
-    text_digest: str,
-) -> list[Recording]:
-    name = _name(path, root)
-    if len(items) == 1 and isinstance(items[0], dict) and "type" not in items[0]:
-        document = items[0]
-        if isinstance(document.get("messages"), list):
-            request = normalize_request(document, where=str(path))
-            return [Recording(name, request=request, digest=text_digest)]
-        if document and all(isinstance(v, list) for v in document.values()):
-            return [
-                Recording(
-                    f"{path.name}#{key}",
-                    _events(path, value, [None] * len(value), skipped, f"{key}: "),
-                    digest=digest(text_digest, key),
-                )
-                for key, value in document.items()
-            ]
-    events = _events(path, items, lines, skipped)
-    return [Recording(name, events, digest=text_digest)] if events else []
-
-
-def _events(
-    path: Path, items: list[Any], lines: list[int | None], skipped: list[str], prefix: str = ""
-) -> list[BaseEvent]:
-    """Parse the items; those that are not events are skipped (noted in ``skipped``)."""
-    events: list[BaseEvent] = []
-    for index, item in enumerate(items):
-        line = lines[index] if index < len(lines) else None
-        where = f" (line {line})" if line is not None else ""
-        try:
-            events.append(_PARSER.get()(item))
-        except InvalidArgument as exc:
-            skipped.append(f"{prefix}event {index}{where}: {exc}")
-    return events
-
-
-_PARSER: ContextVar[Callable[[Any], BaseEvent]] = ContextVar("tk_agui_parser", default=parse_event)
-_LIFECYCLE = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"})
-_PLACEHOLDER = BaseEvent.model_construct(type=EventType.RAW)
-
-
-def _outline_event(item: Any) -> BaseEvent:
-    """An event as :func:`scan_recordings` reads it: run lifecycle events parsed, others not.
-
-    Raises:
-        InvalidArgument: If ``item`` is not an object with a string ``type``.
-    """
-    kind = item.get("type") if isinstance(item, dict) else None
-    if not isinstance(kind, str):
-        raise InvalidArgument("not an event")
-    if kind.upper() in _LIFECYCLE:
-        return parse_event(item)
-    return _PLACEHOLDER  # never folded: the outline only splits recordings into runs
-
-
-def scan_recordings(path: Path) -> list[Recording] | None:
-    """:func:`read_recordings` without parsing events other than the runs' starts and ends.
-
-    Enough to split recordings into runs (their thread and run ids, digests), for a check
-    that they are stored already: an unchanged recording gives the digests of the full
-    reading (they hash the files' text), and any other difference only makes the check
-    fail. Nothing is logged; ``None`` when the full reading would refuse the input.
-    """
-    token = _PARSER.set(_outline_event)
-    _log.addFilter(_silent)
-    try:
-        return read_recordings(path)
-    except InvalidArgument:
-        return None
-    finally:
-        _log.removeFilter(_silent)
-        _PARSER.reset(token)
-
-
-def _silent(record: logging.LogRecord) -> bool:
-    return False
+    """Read one file in outline; a file that is not AG-UI gives ``[]`` and a note."""
+    pair = _pair_of(path)
+    folder = pair is not None and pair[0][1] == _FOLDER
+    return outline_file(path, name=_name(path, root), strict=strict, pair=folder)
 
 
 def _paired(root: Path, read: list[tuple[Path, list[Recording]]]) -> list[Recording]:
@@ -300,117 +184,27 @@ def _paired(root: Path, read: list[tuple[Path, list[Recording]]]) -> list[Record
 
 
 def runs_of(recordings: list[Recording]) -> list[RunRecord]:
-    """Split each recording into runs at each ``RUN_STARTED`` (its request goes to the first)."""
+    """Split each recording into runs (its request goes to the first)."""
     runs: list[RunRecord] = []
+    reader = SpanReader()
     for recording in recordings:
         request = recording.request
-        segments = _segments(recording.events) or [[]]
-        for index, events in enumerate(segments):
-            started = next((e for e in events if isinstance(e, RunStartedEvent)), None)
+        for index, segment in enumerate(recording.segments or [None]):
             first = request if index == 0 else None
             # A RUN_STARTED naming no thread or run (``""``) leaves them to the request.
-            thread = (
-                (started.thread_id if started else None)
-                or (first.thread_id if first else None)
-                or "thread"
-            )
-            run_id = (started.run_id if started else None) or (first.run_id if first else None)
+            started_thread = segment.thread_id if segment else None
+            started_run = segment.run_id if segment else None
+            thread = started_thread or (first.thread_id if first else None) or "thread"
+            run_id = started_run or (first.run_id if first else None)
             runs.append(
                 RunRecord(
                     recording=recording,
                     thread_id=thread,
                     run_id=run_id or f"import:{digest(recording.name, str(index))}",
-                    events=events,
+                    span=segment.span if segment else None,
                     request=first,
                     digest=digest(recording.digest, str(index)),
+                    reader=reader,
                 )
             )
     return runs
-
-
-def _segments(events: list[BaseEvent]) -> list[list[BaseEvent]]:
-    """Split a recording's events into runs, as the live wrapper would have seen them.
-
-    A ``RUN_STARTED`` starts a new run only when the current one has started already and
-    has ended (``RUN_FINISHED``/``RUN_ERROR``) or names another run id. Events before the
-    first ``RUN_STARTED`` (a ``CUSTOM`` or ``STATE_SNAPSHOT`` some recorders write first)
-    belong to that run, and a ``RUN_STARTED`` repeated for the run in progress is the
-    same run: a live ``StorageAgent`` folds both into one run.
-    """
-    segments: list[list[BaseEvent]] = []
-    run_id: str | None = None
-    ended = False
-    for event in events:
-        if isinstance(event, RunStartedEvent):
-            if run_id is not None and (ended or event.run_id != run_id):
-                segments.append([])
-            run_id, ended = event.run_id, False
-        elif isinstance(event, RunFinishedEvent | RunErrorEvent):
-            ended = True
-        if not segments:
-            segments.append([])
-        segments[-1].append(event)
-    return segments
-
-
-def normalize_request(request: dict[str, Any], *, where: str = "the request") -> RunAgentInput:
-    """Return a recorded request as a ``RunAgentInput``.
-
-    Loose recorded shapes are accepted: messages without ``id`` get a deterministic one
-    (``import:<position>:<hash of role and content>``) and the 0.x ``binary`` content part
-    becomes an image or document part.
-
-    Args:
-        request: The decoded request object.
-        where: Names the file in errors.
-
-    Raises:
-        InvalidArgument: If the request does not validate even after normalizing; the
-            message names ``where`` and the fields at fault.
-    """
-    data = dict(request)
-    data.setdefault("threadId", data.get("thread_id", "thread"))
-    data.setdefault("runId", data.get("run_id", f"import:{digest(json.dumps(request))}"))
-    data["messages"] = [_normalize_message(m, i) for i, m in enumerate(data.get("messages", []))]
-    for name, default in (("tools", []), ("context", []), ("forwardedProps", {})):
-        if name not in data and _snake(name) not in data:
-            data[name] = default
-    if "state" not in data:
-        data["state"] = {}
-    try:
-        return RunAgentInput.model_validate(data)
-    except ValidationError as exc:
-        fields = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors()[:3]
-        )
-        msg = f"{where}: the recorded request is not a RunAgentInput ({fields})"
-        raise InvalidArgument(msg) from exc
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-def _normalize_message(message: Any, position: int) -> Any:
-    if not isinstance(message, dict):
-        return message
-    data = dict(message)
-    if isinstance(data.get("content"), list):
-        data["content"] = [_normalize_part(p) for p in data["content"]]
-    if not data.get("id"):
-        shape = json.dumps([data.get("role"), data.get("content"), data.get("toolCalls")])
-        data["id"] = f"import:{position}:{digest(shape)}"
-    return data
-
-
-def _normalize_part(part: Any) -> Any:
-    if not isinstance(part, dict) or part.get("type") != "binary":
-        return part
-    mime = part.get("mimeType") or part.get("mime_type") or ""
-    if part.get("data") is not None:
-        source = {"type": "data", "value": part["data"], "mimeType": mime}
-    else:
-        source = {"type": "url", "value": part.get("url") or part.get("id") or ""}
-        source |= {"mimeType": mime} if mime else {}
-    image = isinstance(mime, str) and mime.startswith("image/")  # else validation refuses it
-    return {"type": "image" if image else "document", "source": source}

@@ -47,14 +47,15 @@ from .._paging import MessageFilter
 from .._runs import Run, RunStatus
 from . import ImportReport, ProgressCallback
 from ._agui_bulk import CHAT_PROOF, Unsupported, chat_proof
-from ._agui_files import (
-    RunRecord,
-    normalize_request,
-    read_recordings,
-    runs_of,
-    scan_recordings,
+from ._agui_files import RunRecord, normalize_request, read_recordings, runs_of
+from ._agui_load import (
+    OWNER,
+    RUN_DIGEST,
+    RunBatch,
+    repeated_input,
+    replay_input,
+    storage_agent,
 )
-from ._agui_load import OWNER, RUN_DIGEST, RunBatch, replay_input, storage_agent
 from ._bulk import LOOKUP_BATCH
 
 if TYPE_CHECKING:
@@ -108,17 +109,14 @@ async def import_agui(
     """
     if thread_scope not in THREAD_SCOPES:
         raise InvalidArgument(f"thread_scope is 'recording' or 'thread', not {thread_scope!r}")
-    scanned = scan_recordings(Path(path))
-    if scanned is not None:  # an unchanged import: proven without parsing every event
-        outline = runs_of(scanned)
-        present = await _all_present(store, user_id, _by_chat(outline, thread_scope))
-        if present is not None:
-            if progress is not None:
-                progress(0, len(outline))
-                progress(len(outline), len(outline))
-            return present
-    runs = runs_of(read_recordings(Path(path)))
+    runs = runs_of(read_recordings(Path(path)))  # in outline: every file checked
     chats = _by_chat(runs, thread_scope)
+    present = await _all_present(store, user_id, chats)
+    if present is not None:  # an unchanged import: proven without parsing every event
+        if progress is not None:
+            progress(0, len(runs))
+            progress(len(runs), len(runs))
+        return present
     importer = _Import(store, user_id, keep_events, progress, len(runs))
     if progress is not None:
         progress(0, len(runs))  # read: writing starts
@@ -168,10 +166,11 @@ class _Import:
     """One import's chats, each by the fastest path that stores what ``StorageAgent`` does.
 
     A chat whose proof (:data:`._agui_bulk.CHAT_PROOF`) names exactly these recordings is
-    present (found by the one read before); a new chat of one run is folded in memory and
-    written in a ``load_chats`` batch (:mod:`._agui_load`); any other chat has its runs
-    replayed one by one through ``StorageAgent`` against the store (:func:`_import_run`),
-    and then gets its proof.
+    present (found by the one read before); the runs of a new chat are folded in memory,
+    in order, and written in a ``load_chats`` batch (:mod:`._agui_load`); any other chat
+    (one that exists, or whose runs the stand-in does not emulate) has its runs replayed
+    one by one through ``StorageAgent`` against the store (:func:`_import_run`), and then
+    gets its proof.
     """
 
     store: Store
@@ -195,13 +194,13 @@ class _Import:
             self.report.merge(present)
             self._advance(len(runs))
             return
-        if chat is None and len(runs) == 1:
+        if chat is None:
             try:
-                await self.batch.add(runs[0], key, proof)
+                await self.batch.add(runs, key, proof)
             except Unsupported:
                 pass  # nothing written: the ordinary path below
             else:
-                self.waiting += 1
+                self.waiting += len(runs)
                 if self.batch.full():
                     await self.flush()
                 return
@@ -211,28 +210,32 @@ class _Import:
         """Write the batch of new chats."""
         written, taken = await self.batch.flush()
         self.report.merge(written)
-        waiting, self.waiting = self.waiting - len(taken), 0
+        waiting, self.waiting = self.waiting - sum(len(runs) for runs, _ in taken), 0
         self._advance(waiting)
-        for run, key in taken:
-            await self._one_by_one(key, [run], chat_proof(key, [run.digest]))
+        for runs, key in taken:
+            await self._one_by_one(key, runs, chat_proof(key, [run.digest for run in runs]))
 
     async def _one_by_one(self, key: str, runs: list[RunRecord], proof: str) -> None:
         counted: set[str] = set()
         part = ImportReport()
         clean = True
+        wrote = False
         for run in runs:
-            run_report, stored_whole = await _import_run(
+            run_report, stored_whole, present = await _import_run(
                 self.store, self.user_id, run, key, counted, keep_events=self.keep_events
             )
             part.merge(run_report)
             clean = clean and stored_whole
+            wrote = wrote or not present
             self._advance(1)
         self.report.merge(part)
         chat = await self.store.find_chat(self.user_id, key) if clean else None
-        if chat is not None:  # written last: every run of the chat is stored
-            counts = {"messages": part.messages, "tool_calls": part.tool_calls}
-            metadata = {**chat.metadata, CHAT_PROOF: {"digest": proof, "counts": counts}}
-            await self.store.update_chat(chat.chat_id, metadata=metadata)
+        if chat is None or (not wrote and CHAT_PROOF in chat.metadata):
+            return  # every run was stored already: its proof (another set's) stays
+        # Written last: every run of the chat is stored.
+        counts = {"messages": part.messages, "tool_calls": part.tool_calls}
+        metadata = {**chat.metadata, CHAT_PROOF: {"digest": proof, "counts": counts}}
+        await self.store.update_chat(chat.chat_id, metadata=metadata)
 
     def _advance(self, runs: int) -> None:
         for _ in range(runs):
@@ -273,12 +276,12 @@ async def _import_run(
     chats: set[str],
     *,
     keep_events: bool,
-) -> tuple[ImportReport, bool]:
+) -> tuple[ImportReport, bool, bool]:
     """Import one run; ``chats`` holds the thread keys this import has counted already.
 
     Returns:
-        The counts, and whether the run is stored whole (ended with its digest, no write
-        of it refused).
+        The counts, whether the run is stored whole (ended with its digest, no write of it
+        refused), and whether it was stored already (nothing written).
     """
     report = ImportReport()
     chat = await store.find_chat(user_id, thread_key)
@@ -293,7 +296,8 @@ async def _import_run(
         stored = await _run_messages(store, chat.chat_id, run_id)
         report.messages_present += len(stored)
         report.tool_calls_present += sum(len(m.tool_calls) for m in stored)
-        return report, True
+        await _count_held_input(store, chat.chat_id, run, stored, report)
+        return report, True, True
     agent = storage_agent(store, run, user_id=user_id, keep_events=keep_events)
     with _refused_batches() as refused:
         async for _event in agent.run(replay_input(run, thread_key, run_id)):
@@ -303,8 +307,24 @@ async def _import_run(
         _warn_refused(run, stored, refused)
     report.messages_created += len(stored)
     report.tool_calls_created += sum(len(m.tool_calls) for m in stored)
+    await _count_held_input(store, chat.chat_id, run, stored, report)
     ended = await store.get_run(chat.chat_id, run_id)
-    return report, not refused.errors and ended.metadata.get(DIGEST_NOTE) == run.digest
+    whole = not refused.errors and ended.metadata.get(DIGEST_NOTE) == run.digest
+    return report, whole, False
+
+
+async def _count_held_input(
+    store: Store, chat_id: Any, run: RunRecord, stored: list[Message], report: ImportReport
+) -> None:
+    """Count as present the run's request messages the chat held before the run.
+
+    See :func:`._agui_load.repeated_input` (the bulk path counts them the same way).
+    """
+    for agui_id in repeated_input(run.agent_input(), stored):
+        found = await store.get_message_by_agui_id(chat_id, agui_id)
+        if found is not None:
+            report.messages_present += 1
+            report.tool_calls_present += len(found.tool_calls)
 
 
 async def _run_slot(store: Store, chat_id: Any, run: RunRecord) -> tuple[str, bool]:
