@@ -44,6 +44,10 @@ class GroupedCall(Protocol):
         """The call's write time (``updated_at``; ``created_at`` when not given)."""
 
 
+# The chats are locked in ``chat_id`` order by the statement itself (``ORDER BY`` under
+# ``FOR UPDATE``: rows are locked as the sort returns them), found by the rows' own
+# ``chat_ids`` array (a btree ``= ANY`` drops repeated keys): no set of chats is built,
+# sorted or encoded on the client.
 # ``ord`` (the row's place in the group, from 0) comes from ``WITH ORDINALITY`` and
 # ``created_at`` defaults to the call's ``updated_at`` here, and an array of NULLs is sent
 # as one NULL (multi-argument ``unnest`` pads it): asyncpg checks every element of every
@@ -67,7 +71,7 @@ WITH u AS MATERIALIZED ({_UNNEST}
 ),
 locked AS MATERIALIZED (
     SELECT chats.chat_id FROM chats
-     WHERE chats.chat_id = ANY(CAST(:chat_set AS uuid[]))
+     WHERE chats.chat_id = ANY(CAST(:chat_ids AS uuid[]))
        AND chats.deleted_at IS NULL AND chats.status = 'active'
      ORDER BY chats.chat_id
        FOR UPDATE
@@ -131,7 +135,6 @@ def group_statement(group: Sequence[GroupedCall]) -> tuple[TextClause, dict[str,
     params: dict[str, Any] = {
         "calls": [n for n, _, _ in rows],
         "chat_ids": [call.chat_id for _, call, _ in rows],
-        "chat_set": sorted({call.chat_id for call in group}),
         **column_arrays(messages),
         "created_ats": or_null([m.created_at for m in messages]),  # NULL: the call's now
         "updated_ats": [call.now for _, call, _ in rows],
