@@ -21,7 +21,7 @@ from threadkeep import (
     ToolCall,
 )
 from threadkeep_sql import SqlStore
-from threadkeep_sql._group import MAX_INFLIGHT, GroupCommitter
+from threadkeep_sql._group import GroupCommitter
 
 from .test_pooler import pooled_url  # noqa: F401 - the fixture: a database behind PgBouncer
 from .test_replica import standby_url
@@ -58,6 +58,8 @@ def _committer(store: SqlStore) -> GroupCommitter:
 
 CHATS = 12
 APPENDS = 200
+LEADS = 1
+"""Appends an idle committer sends at once, each alone, before the next ones queue."""
 
 
 async def _stored_by_seq(store: SqlStore, chat_id: UUID) -> dict[int, Message]:
@@ -77,9 +79,12 @@ async def test_concurrent_appends_are_coalesced(pg_store: SqlStore, groups: list
     returned = await asyncio.gather(
         *(pg_store.append_message(where[n], _user(n)) for n in range(APPENDS))
     )
-    # Every append became ready in the same loop iteration: the first MAX_INFLIGHT go at
-    # once, each alone; the rest arrive while those are in flight and share one statement.
-    assert groups == [APPENDS - MAX_INFLIGHT]
+    # Every append became ready in the same loop iteration: the first goes at once, alone;
+    # the rest arrive while it is in flight. Those of other chats (a large group) go beside
+    # it; those of its chat wait for it, then go as a group of their own.
+    lead_chat = where[0]
+    later = sum(1 for chat_id in where[1:] if chat_id == lead_chat)
+    assert groups == [APPENDS - LEADS - later, later]
     assert [(m.chat_id, m.content, m.agui_id) for m in returned] == [
         (where[n], str(n), f"a{n}") for n in range(APPENDS)
     ]
@@ -114,7 +119,7 @@ async def test_turns_with_tool_calls_are_coalesced_whole(
     returned = await asyncio.gather(
         *(pg_store.append_messages(chats[n % 4].chat_id, turns[n]) for n in range(40))
     )
-    assert sum(groups) == 40 - MAX_INFLIGHT  # the first MAX_INFLIGHT turns went alone
+    assert sum(groups) == 40 - LEADS  # the first turn went alone
     assert max(groups) > 1
     for n, messages in enumerate(returned):
         assert [m.agui_id for m in messages] == [f"q{n}", f"t{n}", f"r{n}"]
@@ -164,16 +169,16 @@ class _Gate:
 
     async def until_queued(self, count: int) -> None:
         for _ in range(3000):  # up to 30 s on a loaded machine
-            if self.held >= MAX_INFLIGHT and len(self.committer._queue) >= count:
+            if self.held >= LEADS and len(self.committer._queue) >= count:
                 return
             await asyncio.sleep(0.01)
         raise AssertionError(f"{count} appends never queued")
 
 
 async def _fill_inflight(store: SqlStore, chat_id: UUID) -> list[asyncio.Task[Message]]:
-    """Start MAX_INFLIGHT lone appends, one loop iteration apart (each its own statement)."""
+    """Start the LEADS lone appends an idle committer sends at once (each its own statement)."""
     tasks = []
-    for n in range(MAX_INFLIGHT):
+    for n in range(LEADS):
         tasks.append(asyncio.ensure_future(store.append_message(chat_id, _user(f"lead{n}"))))
         for _ in range(5):
             await asyncio.sleep(0)
@@ -200,9 +205,9 @@ async def test_a_store_caller_cancelled_while_queued_touches_no_other_caller(
     assert isinstance(outcomes[2], asyncio.CancelledError)
     assert groups == [6]
     stored = await _stored_by_seq(pg_store, chat.chat_id)
-    assert sorted(stored) == list(range(1, MAX_INFLIGHT + 7))
+    assert sorted(stored) == list(range(1, LEADS + 7))
     assert sorted(m.agui_id or "" for m in stored.values()) == sorted(
-        [f"alead{n}" for n in range(MAX_INFLIGHT)] + [f"a{n}" for n in range(6)]
+        [f"alead{n}" for n in range(LEADS)] + [f"a{n}" for n in range(6)]
     )
     for n, message in enumerate(outcomes):
         if n != 2:
@@ -233,7 +238,7 @@ async def test_a_direct_caller_cancelled_while_queued_writes_nothing(
     assert isinstance(outcomes[1], asyncio.CancelledError)
     assert groups == [2]
     stored = await _stored_by_seq(pg_store, chat.chat_id)
-    leads = {f"alead{n}" for n in range(MAX_INFLIGHT)}
+    leads = {f"alead{n}" for n in range(LEADS)}
     assert {m.agui_id for m in stored.values()} == leads | {"a0", "a2"}
 
 
@@ -256,7 +261,7 @@ async def test_close_writes_the_queued_appends_first(
     assert groups == [10]
     await pg_store.open()
     stored = await _stored_by_seq(pg_store, chat.chat_id)
-    assert sorted(stored) == list(range(1, MAX_INFLIGHT + 11))
+    assert sorted(stored) == list(range(1, LEADS + 11))
     for message in returned:
         assert stored[message.seq] == message
 
@@ -289,10 +294,11 @@ async def test_a_failing_group_retries_each_append_alone(
     gate.open.set()
     await asyncio.gather(*leads)
     outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-    # 6 repeats 3's agui_id, so it waits for the next group (where it is alone). The taken
-    # message_id fails the group statement as a whole; every call of it is then written
-    # alone, so only its caller sees the Conflict.
-    assert groups == [7]
+    # 6 repeats 3's agui_id, so it waits for the next group, and 8 (same chat, after it)
+    # waits with it: no call overtakes an earlier one of its chat. The taken message_id
+    # fails the first group statement as a whole; every call of it is then written alone,
+    # so only its caller sees the Conflict.
+    assert groups == [6, 2]
     assert isinstance(outcomes[1], Conflict)
     assert isinstance(outcomes[2], ChatNotFound)
     assert isinstance(outcomes[3], IdempotencyConflict)
@@ -309,7 +315,7 @@ async def test_a_failing_group_retries_each_append_alone(
     seqs = [m.seq for n in ok if isinstance(m := outcomes[n], Message)]
     assert seqs == sorted(seqs)
     page = await pg_store.list_messages(chat.chat_id, limit=200)
-    assert len(page.items) == 2 + MAX_INFLIGHT + len(ok)
+    assert len(page.items) == 2 + LEADS + len(ok)
     assert len({m.message_id for m in page.items}) == len(page.items)
 
 
@@ -366,7 +372,7 @@ async def test_a_lost_connection_fails_each_call_of_its_group_and_retries_none(
     # agui-less messages twice, so each caller gets its own BackendUnavailable instead.
     assert all(isinstance(o, BackendUnavailable) for o in outcomes)
     assert len({id(o) for o in outcomes}) == 6
-    assert len(retried) == MAX_INFLIGHT  # the leads' own statements, no retry
+    assert len(retried) == LEADS  # the leads' own statements, no retry
 
 
 async def test_a_cancelled_group_leaves_no_caller_waiting(
@@ -493,7 +499,7 @@ async def test_a_group_keeps_given_and_missing_columns_apart(
     returned = await asyncio.gather(
         *(pg_store.append_message(chat.chat_id, _user(f"c{n}", **f)) for n, f in enumerate(shapes))
     )
-    assert sum(groups) == len(shapes) - MAX_INFLIGHT
+    assert sum(groups) == len(shapes) - LEADS
     stored = await _stored_by_seq(pg_store, chat.chat_id)
     for message, shape in zip(returned, shapes, strict=True):
         row = stored[message.seq]

@@ -7,30 +7,38 @@ one round trip (a ``send`` that wakes a server process, a ``recv``) per append.
 
 - **Flush policy.** An append (a *call*: one message, or a batch of up to
   :data:`MAX_CALL_MESSAGES`) is sent at once, as the plain one-statement append of
-  :mod:`threadkeep_sql._pg_append`, when the committer is idle (no statement in flight,
-  :data:`MAX_INFLIGHT`, and none just returned): a lone writer waits for no loop iteration.
-  Calls that arrive while a statement is in flight queue. When a statement returns, the
-  queue goes out as one group at the end of the next loop iteration: the callers that
-  statement woke run in that iteration and most append again at once, so they join the
-  group instead of the first of them going alone and the rest after it (which halves the
-  group and doubles the round trips: measured, ``bench/README.md``). A group holds up to
-  :data:`MAX_GROUP_MESSAGES` messages, oldest calls first (FIFO, so no caller is overtaken
-  for long); a group of one call is sent as the plain append.
-- **The statement** (:func:`group_statement`): the group's rows go in as one array per column
-  (``unnest``); it locks the group's chats in ``chat_id`` order (two groups, or a group and
-  any other writer, never deadlock), leaves out every call one of whose ``agui_id`` values its
-  chat stores already and every chat that is not hot, reserves each chat's seqs with one
-  ``UPDATE`` per chat (``last_message_at`` only moves forward: a statement that took its
-  time earlier but committed later never sets it back), inserts the messages and their
-  ``message_refs`` rows, and returns each written call's first seq. It has no ``ON
-  CONFLICT``: it writes every row it selected or fails as a whole.
+  :mod:`threadkeep_sql._pg_append`, when the committer is idle (no statement in flight and
+  none just returned): a lone writer waits for no loop iteration. Calls that arrive while a
+  statement is in flight queue. When a statement returns, the queue goes out as one group at
+  the end of the next loop iteration: the callers that statement woke run in that iteration
+  and most append again at once, so they join the group instead of the first of them going
+  alone and the rest after it (which halves the group and doubles the round trips:
+  measured, ``bench/README.md``). A group holds up to :data:`MAX_GROUP_MESSAGES` messages,
+  oldest calls first (FIFO, so no caller is overtaken for long); a group of one call is sent
+  as the plain append.
+- **A second statement in flight, for large groups only** (:data:`MAX_INFLIGHT`,
+  :data:`PIPELINE_MESSAGES`). While one statement is in flight, a queued group goes beside it
+  only when it holds at least :data:`PIPELINE_MESSAGES` messages; a smaller one waits and
+  joins the callers the statement in flight wakes. A queue of twice that or more found with
+  nothing in flight goes as two groups at once, split by chat into halves. The writers then
+  form two cohorts: while one cohort's statement runs on the server, the other's callers
+  run their Python (and the server has two statements to spread over its cores), where one
+  statement in flight makes every writer wait for one large group and then all run their
+  Python at once. Small groups (a few writers, one message each) stay one cohort: a
+  second statement of a few rows costs more client CPU per message than it overlaps.
+- **Order within a chat.** A chat is in at most one statement in flight: a call whose
+  chat a statement in flight writes waits (with every later call of its chat) for a group
+  after it, so a chat's calls get seqs in arrival order even with two statements in flight
+  (two statements sharing a chat could commit in either order). The same holds for a call
+  left out of a group (full, or one of its ``agui_id`` values taken in it): the later calls
+  of its chat wait with it. Within a group a chat's calls get seqs in arrival order
+  (:mod:`threadkeep_sql._group_sql`, the statement).
 - **Outcomes are per call, matched by key** (the call's number in the group), never by the
   order rows come back: a call gets its first seq (its messages got consecutive seqs, in
   order), or ``None`` (nothing of it written: the chat is not hot, or one of its
   ``agui_id`` values are stored; the caller sorts that out exactly as after a lone append).
-  Within a group a chat's calls get seqs in arrival order.
 - **All or nothing per call, isolation between callers.** Two calls that share a
-  ``(chat_id, agui_id)`` are never in one group nor in two groups in flight at once (the
+  ``(chat_id, agui_id)`` are never in one group nor in two statements in flight at once (the
   later waits, and is then a retry). If a group statement fails and the server said why
   (a ``message_id`` taken, a value the database refuses, a deadlock, a unique key another
   process took meanwhile), nothing of it was written, and each call is retried alone (in
@@ -67,20 +75,19 @@ from typing import Any
 from uuid import UUID
 
 import asyncpg  # type: ignore[import-untyped]
-from sqlalchemy import TextClause, text
 
 from threadkeep import BackendUnavailable, PreparedMessage
 
 from ._errors import _chain
-from ._pg_append import column_arrays, nested_refs, or_null
+from ._group_sql import group_statement
 from ._runner import Runner
 
 __all__ = [
     "MAX_CALL_MESSAGES",
     "MAX_GROUP_MESSAGES",
     "MAX_INFLIGHT",
+    "PIPELINE_MESSAGES",
     "GroupCommitter",
-    "group_statement",
 ]
 
 MAX_GROUP_MESSAGES = 512
@@ -90,86 +97,14 @@ still goes, alone)."""
 MAX_CALL_MESSAGES = 64
 """Calls of more messages than this bypass the committer (one statement of their own)."""
 
-MAX_INFLIGHT = 1
-"""Statements (lone calls or groups) of one store in flight at once. A call that finds
-none in flight (and no statement just returned) is sent at once; the rest queue and go
-as one group. One keeps the writers woken by a statement together: with two, 8 writers
-split into a group of 7 and a lone call in flight side by side for good, at more client
-CPU a message (``bench/README.md``, "Group commit")."""
+MAX_INFLIGHT = 2
+"""Statements (lone calls or groups) of one store in flight at once. The second only for a
+group of :data:`PIPELINE_MESSAGES` or more (see the module docstring)."""
 
-# ``ord`` (the row's place in the group, from 0) comes from ``WITH ORDINALITY`` and
-# ``created_at`` defaults to the call's ``updated_at`` here, and an array of NULLs is sent
-# as one NULL (multi-argument ``unnest`` pads it): asyncpg checks every element of every
-# array it encodes, which was the largest share of a group's client CPU.
-_UNNEST = """
-    SELECT n - 1 AS ord, call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
-           block_id, COALESCE(created_at, updated_at) AS created_at, updated_at, fingerprint,
-           body
-      FROM unnest(CAST(:calls AS int[]), CAST(:chat_ids AS uuid[]),
-                  CAST(:message_ids AS uuid[]), CAST(:agui_ids AS text[]),
-                  CAST(:roles AS text[]), CAST(:kinds AS text[]),
-                  CAST(:run_ids AS text[]), CAST(:request_ids AS text[]),
-                  CAST(:block_ids AS text[]), CAST(:created_ats AS timestamptz[]),
-                  CAST(:updated_ats AS timestamptz[]), CAST(:fingerprints AS text[]),
-                  CAST(:bodies AS text[])) WITH ORDINALITY
-           AS u(call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
-                block_id, created_at, updated_at, fingerprint, body, n)"""
-
-_GROUP = f"""
-WITH u AS MATERIALIZED ({_UNNEST}
-),
-locked AS MATERIALIZED (
-    SELECT chats.chat_id FROM chats
-     WHERE chats.chat_id = ANY(CAST(:chat_set AS uuid[]))
-       AND chats.deleted_at IS NULL AND chats.status = 'active'
-     ORDER BY chats.chat_id
-       FOR UPDATE
-),
-stale AS (
-    SELECT DISTINCT u.call FROM u
-      JOIN messages ON messages.chat_id = u.chat_id AND messages.agui_id = u.agui_id
-),
-fresh AS MATERIALIZED (
-    SELECT u.*, row_number() OVER (PARTITION BY u.chat_id ORDER BY u.ord) AS rank
-      FROM u JOIN locked USING (chat_id)
-     WHERE u.call NOT IN (SELECT stale.call FROM stale)
-),
-c AS (
-    UPDATE chats
-       SET next_seq = chats.next_seq + f.n, revision = chats.revision + 1,
-           last_message_at = GREATEST(chats.last_message_at, f.newest),
-           updated_at = GREATEST(chats.updated_at, f.newest)
-      FROM (SELECT chat_id, count(*) AS n, max(updated_at) AS newest
-              FROM fresh GROUP BY chat_id) AS f
-     WHERE chats.chat_id = f.chat_id
- RETURNING chats.chat_id, chats.next_seq - f.n AS first_seq
-),
-placed AS MATERIALIZED (
-    SELECT fresh.*, c.first_seq + fresh.rank - 1 AS seq FROM fresh JOIN c USING (chat_id)
-),
-m AS (
-    INSERT INTO messages (chat_id, seq, message_id, agui_id, role, kind, run_id, request_id,
-                          block_id, revision, created_at, updated_at, fingerprint, body)
-    SELECT chat_id, seq, message_id, agui_id, role, kind, run_id, request_id, block_id, 0,
-           created_at, updated_at, fingerprint, body
-      FROM placed ORDER BY ord
-){{refs}}
-SELECT call, min(seq) AS first_seq FROM placed GROUP BY call
-"""  # noqa: S608 - built from constant fragments only
-
-_GROUP_REFS = """,
-r AS (
-    INSERT INTO message_refs (chat_id, seq, kind, position, item_id, agui_id)
-    SELECT placed.chat_id, placed.seq, x.kind, x.position, x.item_id, x.agui_id
-      FROM unnest(CAST(:ref_indexes AS int[]), CAST(:ref_kinds AS text[]),
-                  CAST(:ref_positions AS int[]), CAST(:ref_items AS uuid[]),
-                  CAST(:ref_aguis AS text[]))
-              AS x(ord, kind, position, item_id, agui_id)
-      JOIN placed ON placed.ord = x.ord
-)"""
-
-GROUP_APPEND: TextClause = text(_GROUP.format(refs=""))
-GROUP_APPEND_REFS: TextClause = text(_GROUP.format(refs=_GROUP_REFS))
+PIPELINE_MESSAGES = 64
+"""Messages a group needs to go while another statement is in flight (a count); a queue of
+twice this found with nothing in flight goes as two groups at once. Below it the writers
+stay one group per round trip (``bench/README.md``, "Group commit": measured)."""
 
 Lone = Callable[[UUID, Sequence[PreparedMessage], datetime], Awaitable["int | None"]]
 Runners = Callable[[], AbstractAsyncContextManager[Runner]]
@@ -246,31 +181,6 @@ def _keys(chat_id: UUID, items: Sequence[PreparedMessage]) -> frozenset[tuple[UU
     )
 
 
-def group_statement(group: Sequence[_Call]) -> tuple[TextClause, dict[str, Any]]:
-    """Return the statement writing ``group`` (two calls or more) and its parameters.
-
-    Each message is one row of the arrays, in queue order (``WITH ORDINALITY`` numbers
-    them); ``calls`` names each row's call (its index in ``group``), which the result rows
-    carry. An array holding only NULLs is sent as NULL (``or_null``).
-    """
-    rows = [(n, call, item) for n, call in enumerate(group) for item in call.items]
-    messages = [item.message for _, _, item in rows]
-    params: dict[str, Any] = {
-        "calls": [n for n, _, _ in rows],
-        "chat_ids": [call.chat_id for _, call, _ in rows],
-        "chat_set": sorted({call.chat_id for call in group}),
-        **column_arrays(messages),
-        "created_ats": or_null([m.created_at for m in messages]),  # NULL: the call's now
-        "updated_ats": [call.now for _, call, _ in rows],
-        "fingerprints": [item.fingerprint for _, _, item in rows],
-        "bodies": [item.body for _, _, item in rows],
-    }
-    if not any(m.tool_calls or m.reasonings for m in messages):
-        return GROUP_APPEND, params
-    params.update(nested_refs([item for _, _, item in rows]))
-    return GROUP_APPEND_REFS, params
-
-
 class GroupCommitter:
     """Coalesces concurrent appends into group statements (see the module docstring).
 
@@ -288,7 +198,8 @@ class GroupCommitter:
         self._runner = runner
         self._inflight = 0
         self._queue: list[_Call] = []
-        self._sending: set[tuple[UUID, str]] = set()
+        self._queued = 0  # messages in the queue
+        self._busy: set[UUID] = set()  # chats a statement in flight writes
         self._drainers: set[asyncio.Task[None]] = set()
         self._flush_soon: asyncio.Handle | None = None
         self._idle = asyncio.Event()
@@ -327,9 +238,13 @@ class GroupCommitter:
         """
         call = _Call(chat_id, items, now)
         self._queue.append(call)
+        self._queued += len(items)
         self._idle.clear()
-        if self._inflight < MAX_INFLIGHT and self._flush_soon is None:
-            self._flush()  # idle: send at once, nothing waits for a loop iteration
+        if self._flush_soon is None:
+            if not self._inflight:
+                self._flush()  # idle: send at once, nothing waits for a loop iteration
+            elif self._queued >= PIPELINE_MESSAGES and self._inflight < MAX_INFLIGHT:
+                self._send_soon()  # large enough to go beside the one in flight
         if whole:
             result, cancelled = await call.outcome()
             if cancelled:
@@ -340,6 +255,7 @@ class GroupCommitter:
         except asyncio.CancelledError:
             if call in self._queue:  # not sent yet: nothing written, others untouched
                 self._queue.remove(call)
+                self._queued -= len(call.items)
                 self._settle()
             raise
         return call.get()
@@ -369,26 +285,40 @@ class GroupCommitter:
         self._flush()
 
     def _flush(self) -> None:
-        """Send queued calls as groups while fewer than :data:`MAX_INFLIGHT` are in flight."""
+        """Send queued calls as groups, as the flush policy allows (module docstring)."""
         if self._flush_soon is not None:  # called at once (a group finished): no second run
             self._flush_soon.cancel()
             self._flush_soon = None
-        loop = asyncio.get_running_loop()
         while self._queue and self._inflight < MAX_INFLIGHT:
             queue = self._queue
-            if len(queue) == 1 and queue[0].keys.isdisjoint(self._sending):
+            if len(queue) == 1 and not self._inflight:
                 group, self._queue = queue, []  # the common case: one call, sent at once
             else:
-                group, self._queue = _take_group(queue, self._sending)
-            if not group:  # every queued call waits for a key in flight
-                break
-            self._inflight += 1
-            for call in group:
-                self._sending |= call.keys
-            task = loop.create_task(self._drain(group))
-            self._drainers.add(task)
-            task.add_done_callback(self._drainers.discard)
+                group = self._next_group()
+                if not group:  # too small to go beside the one in flight, or chats busy
+                    break
+            self._start(group)
         self._settle()
+
+    def _next_group(self) -> list[_Call]:
+        """Take the next group off the queue (empty: nothing may go now)."""
+        exclude = self._busy
+        if not self._inflight and MAX_INFLIGHT > 1 and self._queued >= 2 * PIPELINE_MESSAGES:
+            exclude = exclude | _second_half(self._queue)  # two halves, both sent now
+        group, rest, size = _take_group(self._queue, exclude)
+        if self._inflight and size < PIPELINE_MESSAGES:
+            return []  # it waits, and joins the callers the statement in flight wakes
+        self._queue = rest
+        return group
+
+    def _start(self, group: list[_Call]) -> None:
+        self._inflight += 1
+        for call in group:
+            self._queued -= len(call.items)
+            self._busy.add(call.chat_id)
+        task = asyncio.get_running_loop().create_task(self._drain(group))
+        self._drainers.add(task)
+        task.add_done_callback(self._drainers.discard)
 
     async def _drain(self, group: list[_Call]) -> None:
         try:
@@ -397,8 +327,7 @@ class GroupCommitter:
             for call in group:  # cancelled mid-way: no caller may wait forever
                 if not call.finished:
                     call.fail(_interrupted())
-                if call.keys:
-                    self._sending -= call.keys
+                self._busy.discard(call.chat_id)
             self._inflight -= 1
             # The callers this statement woke run in the next loop iteration, and most
             # append again at once: send the queue at the end of that iteration, so they
@@ -468,24 +397,49 @@ def _by_chat(group: list[_Call]) -> list[list[_Call]]:
     return list(chats.values())
 
 
-def _take_group(
-    queue: list[_Call], sending: set[tuple[UUID, str]]
-) -> tuple[list[_Call], list[_Call]]:
-    """Split off the next group: in arrival order, no ``(chat, agui_id)`` twice or in flight.
+def _second_half(queue: list[_Call]) -> set[UUID]:
+    """The chats of the second of two groups: whole chats, about half the queue's messages.
 
-    A call waits (stays in the rest) when one of its keys is in the group already or in a
-    group in flight, or when it would take the group past :data:`MAX_GROUP_MESSAGES`.
+    Chats are taken in the order they first appear in the queue; the first half gets chats
+    until it holds half the messages. Empty when one chat holds the first half (no split).
+    """
+    sizes: dict[UUID, int] = {}
+    for call in queue:
+        sizes[call.chat_id] = sizes.get(call.chat_id, 0) + len(call.items)
+    half = sum(sizes.values()) / 2
+    taken = 0
+    second: set[UUID] = set()
+    for chat_id, size in sizes.items():
+        if taken >= half:
+            second.add(chat_id)
+        taken += size
+    return second
+
+
+def _take_group(queue: list[_Call], busy: set[UUID]) -> tuple[list[_Call], list[_Call], int]:
+    """Split off the next group: in arrival order, each chat's calls in order.
+
+    A call waits (stays in the rest) when its chat is in ``busy`` (a statement in flight
+    writes it, or it is left for another group), when one of its keys is in the group
+    already, or when it would take the group past :data:`MAX_GROUP_MESSAGES`; every later
+    call of its chat then waits too, so no call overtakes an earlier one of its chat.
+
+    Returns:
+        ``(group, rest, messages in the group)``.
     """
     group: list[_Call] = []
     rest: list[_Call] = []
     taken: set[tuple[UUID, str]] = set()
+    held: set[UUID] = set()
     size = 0
     for call in queue:
+        chat_id = call.chat_id
         full = group and size + len(call.items) > MAX_GROUP_MESSAGES
-        if full or not call.keys.isdisjoint(taken) or not call.keys.isdisjoint(sending):
+        if full or chat_id in busy or chat_id in held or not call.keys.isdisjoint(taken):
+            held.add(chat_id)
             rest.append(call)
             continue
         taken |= call.keys
         size += len(call.items)
         group.append(call)
-    return group, rest
+    return group, rest, size

@@ -27,7 +27,7 @@ from threadkeep.driver import finish, resolve_batch
 from ._base import SqlBase, message_values, ref_values
 from ._errors import is_seq_collision, is_unique_violation
 from ._group import MAX_CALL_MESSAGES, GroupCommitter
-from ._pg_append import append_batch, append_one
+from ._pg_append import append_batch, append_one, written_message
 from ._schema import MESSAGE_COLUMNS, chats, message_refs, messages
 
 __all__ = ["MessagesMixin", "repaired_next_seq", "replace_params"]
@@ -341,7 +341,10 @@ class MessagesMixin(SqlBase):
         self, chat_id: UUID, items: Sequence[PreparedMessage], first: int, now: datetime
     ) -> list[tuple[Message, bool]]:
         """The outcome of a fast append that wrote ``items`` from seq ``first`` on."""
-        return [(self._new(item, chat_id, first + i, now), True) for i, item in enumerate(items)]
+        return [
+            (written_message(item.message, chat_id, first + i, now), True)
+            for i, item in enumerate(items)
+        ]
 
     async def _insert_fast(
         self,

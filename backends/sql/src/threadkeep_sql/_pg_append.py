@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from sqlalchemy import TextClause, text
 
-from threadkeep import Message, PreparedMessage
+from threadkeep import Message, PreparedMessage, as_utc
 
 from ._runner import Runner
 from ._schema import escape_key
@@ -41,6 +41,7 @@ __all__ = [
     "key_param",
     "nested_refs",
     "or_null",
+    "written_message",
 ]
 
 
@@ -248,3 +249,39 @@ def batch_params(items: Sequence[PreparedMessage], now: datetime) -> dict[str, A
     if any(m.tool_calls or m.reasonings for m in messages):
         params.update(nested_refs(items))
     return params
+
+
+M = TypeVar("M", bound=Message)
+
+_STORED_FIELDS = frozenset({"chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at"})
+_set = object.__setattr__
+
+
+def written_message(message: M, chat_id: UUID, seq: int, now: datetime) -> M:
+    """Return ``message`` as an append just stored it (seq, revision 0, timestamps).
+
+    Equal to ``SqlBase._stored`` (``model_copy(update=...)`` of the store-assigned fields),
+    built as pydantic's shallow copy builds it but without ``copy.copy``'s dispatch per
+    attribute: about half the CPU of ``model_copy``, paid once per appended message. A
+    model with private attributes is copied by ``model_copy`` itself. ``message`` is not
+    changed; the copy shares its nested records, as ``model_copy`` does.
+    """
+    created = as_utc(message.created_at or now)
+    update = {
+        "chat_id": chat_id,
+        "seq": seq,
+        "revision": 0,
+        "created_at": created,
+        "updated_at": now,
+        "deleted_at": None,
+    }
+    if message.__pydantic_private__ is not None:
+        return message.model_copy(update=update)
+    cls = type(message)
+    copied = cls.__new__(cls)
+    _set(copied, "__dict__", {**message.__dict__, **update})
+    extra = message.__pydantic_extra__
+    _set(copied, "__pydantic_extra__", None if extra is None else dict(extra))
+    _set(copied, "__pydantic_fields_set__", message.__pydantic_fields_set__ | _STORED_FIELDS)
+    _set(copied, "__pydantic_private__", None)
+    return copied
