@@ -20,6 +20,9 @@ from threadkeep import (
     IdempotencyConflict,
     InvalidArgument,
     Message,
+    StorageDamaged,
+    StorageFull,
+    StorageReadOnly,
     open_store,
 )
 from threadkeep_sql import SqlDriver, SqlStore, map_native_errors
@@ -125,6 +128,82 @@ def test_unknown_scheme_and_bad_options_are_invalid_argument() -> None:
 def test_native_errors_map_to_the_tree(native: BaseException, expected: type[Exception]) -> None:
     with pytest.raises(expected) as info, map_native_errors():
         raise native
+    assert info.value.__cause__ is native
+
+
+def _sqlite_error(kind: type[sqlite3.Error], text: str, code: int) -> sqlite3.Error:
+    error = kind(text)
+    error.sqlite_errorcode = code  # type: ignore[attr-defined]
+    return error
+
+
+@pytest.mark.parametrize(
+    ("native", "expected", "advice"),
+    [
+        (
+            sa_exc.OperationalError(
+                "INSERT",
+                {},
+                _sqlite_error(sqlite3.OperationalError, "database or disk is full", 13),
+            ),
+            StorageFull,
+            "free space",
+        ),
+        (
+            _sqlite_error(sqlite3.OperationalError, "attempt to write a readonly database", 8),
+            StorageReadOnly,
+            "write permission",
+        ),
+        (  # SQLITE_READONLY_DBMOVED, an extended code: the primary code picks the advice
+            _sqlite_error(sqlite3.OperationalError, "attempt to write a readonly database", 1032),
+            StorageReadOnly,
+            "write permission",
+        ),
+        (
+            _sqlite_error(sqlite3.DatabaseError, "database disk image is malformed", 11),
+            StorageDamaged,
+            ".recover",
+        ),
+        (
+            _sqlite_error(sqlite3.DatabaseError, "file is not a database", 26),
+            StorageDamaged,
+            "backup",
+        ),
+        (
+            _sqlite_error(sqlite3.OperationalError, "unable to open database file", 14),
+            BackendUnavailable,
+            "deleted or moved",
+        ),
+        (
+            _sqlite_error(sqlite3.OperationalError, "database is locked", 5),
+            BackendUnavailable,
+            "busy timeout",
+        ),
+        (asyncpg.DiskFullError("could not extend file"), StorageFull, "disk is full"),
+        (
+            asyncpg.ReadOnlySQLTransactionError("cannot execute INSERT in a read-only transaction"),
+            StorageReadOnly,
+            "primary",
+        ),
+        (
+            asyncpg.QueryCanceledError("canceling statement"),
+            BackendUnavailable,
+            "statement_timeout",
+        ),
+        (asyncpg.TooManyConnectionsError("too many clients"), BackendUnavailable, "pool_size"),
+        (asyncpg.DataCorruptedError("invalid page"), StorageDamaged, "backup"),
+        (asyncpg.IndexCorruptedError("index is corrupted"), StorageDamaged, "REINDEX"),
+        (asyncpg.AdminShutdownError("terminating connection"), BackendUnavailable, "shutting down"),
+    ],
+)
+def test_storage_failures_get_advice_that_fits(
+    native: BaseException, expected: type[Exception], advice: str
+) -> None:
+    with pytest.raises(expected) as info, map_native_errors():
+        raise native
+    assert advice in str(info.value)
+    assert "check that it is running" not in str(info.value)
+    assert isinstance(info.value, BackendUnavailable) or expected is InvalidArgument
     assert info.value.__cause__ is native
 
 

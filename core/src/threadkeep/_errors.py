@@ -17,6 +17,9 @@ with ``raise ... from exc``, so callers never need to import a driver's exceptio
     ├── Conflict
     │   └── IdempotencyConflict
     ├── BackendUnavailable
+    │   ├── StorageFull              (disk, quota or size limit full)
+    │   ├── StorageReadOnly          (the storage refuses writes)
+    │   └── StorageDamaged           (the database's own files or pages are damaged)
     ├── CorruptRecord                (a stored row no longer reads as a record)
     ├── ArchiveError
     │   └── ArchiveIntegrityError
@@ -49,6 +52,9 @@ __all__ = [
     "RunNotFound",
     "SchemaOutdated",
     "StepNotFound",
+    "StorageDamaged",
+    "StorageFull",
+    "StorageReadOnly",
     "ThreadkeepError",
     "UnknownDriver",
 ]
@@ -112,6 +118,40 @@ class IdempotencyConflict(Conflict):
 
 class BackendUnavailable(ThreadkeepError):
     """The storage backend could not be reached or failed; the operation may be retried."""
+
+
+class StorageFull(BackendUnavailable):
+    """The backend cannot store more: its disk, quota or size limit is full.
+
+    Raised for SQLite ``SQLITE_FULL`` ("database or disk is full", also a reached
+    ``max_page_count``) and PostgreSQL ``disk_full`` (SQLSTATE 53100). The write that met
+    it stored nothing (its transaction rolled back); reads keep working. Free space (or
+    raise the limit) and retry.
+    """
+
+
+class StorageReadOnly(BackendUnavailable):
+    """The backend refuses writes: read-only storage, permissions, or a read-only server.
+
+    Raised for SQLite ``SQLITE_READONLY`` (the file, or the folder its ``-wal`` and
+    ``-shm`` files live in, is not writable by this process, or it is on a read-only
+    mount) and PostgreSQL ``read_only_sql_transaction`` (SQLSTATE 25006: a standby, or
+    ``default_transaction_read_only``). Nothing was written; reads keep working. Fix the
+    permissions (or point the store at the primary) and retry.
+    """
+
+
+class StorageDamaged(BackendUnavailable):
+    """The database's own storage is damaged: not one row, but the file or pages under it.
+
+    Raised for SQLite ``SQLITE_CORRUPT`` ("database disk image is malformed") and
+    ``SQLITE_NOTADB`` ("file is not a database"), and PostgreSQL ``data_corrupted`` /
+    ``index_corrupted`` (SQLSTATE XX001 / XX002). Retrying does not help: restore the
+    database from a backup, or salvage it (SQLite: ``sqlite3 FILE .recover``;
+    ``PRAGMA integrity_check`` shows the damage). A row damaged inside intact storage is a
+    :class:`CorruptRecord` instead (``threadkeep check`` lists those). A subclass of
+    :class:`BackendUnavailable`, which every storage failure was before this class existed.
+    """
 
 
 class CorruptRecord(ThreadkeepError):

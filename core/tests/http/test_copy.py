@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,35 @@ from threadkeep_sql.testing import create_schema, drop_schema
 REPO_ROOT = Path(__file__).resolve().parents[3]
 SOURCE = REPO_ROOT.parent / "shared/realdata/tau-bench/historical_trajectories/gpt-4o-airline.json"
 COPY = [sys.executable, "-c", "from threadkeep.cli import main; main()", "copy"]
+
+CUT_AFTER = 21
+"""The interrupted copy stops in the chat it writes the 21st batch of messages for."""
+
+# The copy, stopped by its own hand at a point the test chooses: after the CUT_AFTER-th
+# ``copy_messages`` batch is stored (tau-bench chats are one batch each, so inside chat
+# 21: its messages in, its steps, runs and count check not), it says so on stdout and
+# blocks until the test kills it. No race with how fast the machine copies.
+_CUT_COPY = f"""
+import sys
+from threadkeep._store_copy import CopyOps  # what Store.copy_messages delegates to
+from threadkeep.cli import main
+
+written = 0
+copy_messages = CopyOps.copy_messages
+
+async def stopping(self, chat_id, messages):
+    global written
+    copied = await copy_messages(self, chat_id, messages)
+    written += 1
+    if written == {CUT_AFTER}:
+        print("cut", flush=True)
+        sys.stdin.read()  # blocks the event loop: nothing more is written until the kill
+    return copied
+
+CopyOps.copy_messages = stopping
+sys.argv[0] = "threadkeep"
+main()
+"""
 
 
 @pytest.fixture
@@ -96,24 +125,29 @@ async def _chat_count(url: str) -> int:
 
 
 def _interrupted_copy(src: str, dst: str) -> None:
+    """Run the copy, SIGKILL it once it has stopped itself inside chat ``CUT_AFTER``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("THREADKEEP_")}
     process = subprocess.Popen(
-        [*COPY, src, dst], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, "-c", _CUT_COPY, "copy", src, dst],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
+    assert process.stdout is not None
     try:
-        deadline = time.monotonic() + 300
-        while asyncio.run(_chat_count(dst)) < 20:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        ready, _, _ = select.select([process.stdout], [], [], 300)  # a hang guard only
+        line = process.stdout.readline() if ready else b""
+        assert line == b"cut\n", process.stderr.read() if process.stderr else line
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-        if process.stderr:
-            process.stderr.close()
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream:
+                stream.close()
 
 
 def test_copy_sqlite_to_postgresql_interrupted_resumed_and_idempotent(
@@ -126,11 +160,11 @@ def test_copy_sqlite_to_postgresql_interrupted_resumed_and_idempotent(
 
     _interrupted_copy(sqlite_url, postgres_url)
     part = asyncio.run(_chat_count(postgres_url))
-    assert 20 <= part < 200  # stopped part-way (listing is capped at 200 a page)
+    assert part == CUT_AFTER  # stopped inside chat 21: its messages in, not its check
 
     resumed = cli.json("copy", sqlite_url, postgres_url, "--json")
     assert resumed["chats"] == 202
-    assert resumed["chats_copied"] < 202
+    assert resumed["chats_copied"] == 202 - CUT_AFTER  # chat 21 went in before the cut
     # tau-bench's, the run chat's three (one hidden) and the soft-deleted chat's one.
     assert resumed["messages"] == 5308 + 3 + 1
     assert resumed["steps"] == 1

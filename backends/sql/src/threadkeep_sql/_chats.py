@@ -213,11 +213,16 @@ class ChatsMixin(SqlBase):
     """Chat primitives (``threadkeep.driver``, "chats") and ``_load_secret``."""
 
     async def _load_secret(self, candidate: bytes) -> bytes:
-        stmt = self._upsert(settings).on_conflict_do_nothing(index_elements=[settings.c.key])
-        async with self._db.write() as conn:
-            await conn.execute(stmt, {"key": _SECRET_KEY, "value": candidate.hex()})
+        # Read first: a store that has its secret writes nothing on open (so a read-only
+        # SQLite file opens for reads); a new one stores the first opener's candidate.
         async with self._db.read() as conn:
-            stored = (await conn.execute(_GET_SECRET)).scalar_one()
+            stored = (await conn.execute(_GET_SECRET)).scalar_one_or_none()
+        if stored is None:
+            stmt = self._upsert(settings).on_conflict_do_nothing(index_elements=[settings.c.key])
+            async with self._db.write() as conn:
+                await conn.execute(stmt, {"key": _SECRET_KEY, "value": candidate.hex()})
+            async with self._db.read() as conn:
+                stored = (await conn.execute(_GET_SECRET)).scalar_one()
         return bytes.fromhex(stored)
 
     async def insert_chat(self, chat: Chat) -> Chat:

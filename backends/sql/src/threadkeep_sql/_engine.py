@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import sqlite3
 import uuid
 import weakref
 from collections.abc import AsyncIterator
@@ -47,6 +48,7 @@ from threadkeep.driver import complete, enter_whole, finish
 
 from ._errors import map_native_errors
 from ._lite import LiteRunner
+from ._lite_file import LiteFile
 from ._replica import ReadRouter
 from ._runner import Compiled, PgRunner, Prepared, Runner
 
@@ -324,6 +326,47 @@ def _sqlite_begin(connection: Any) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _pin(engine: AsyncEngine, file: LiteFile) -> None:
+    """Open ``file`` by URI, pin it at the first connection, check it before each commit.
+
+    See :mod:`threadkeep_sql._lite_file`: later connections never create the file, and a
+    write transaction refuses to commit into a file the path no longer names.
+    """
+
+    def do_connect(_dialect: Any, _record: Any, cargs: list[Any], cparams: dict[str, Any]) -> None:
+        file.connect_args(cargs, cparams)
+
+    def connected(_dbapi_connection: Any, _record: Any) -> None:
+        file.connected()
+
+    def failed(context: Any) -> None:
+        # Say that the file went when it did ("unable to open database file" does not).
+        if isinstance(context.original_exception, sqlite3.Error):
+            file.check()
+
+    event.listen(engine.sync_engine, "do_connect", do_connect)
+    event.listen(engine.sync_engine, "connect", connected)
+    event.listen(engine.sync_engine, "handle_error", failed)
+    event.listen(engine.sync_engine, "commit", file.before_commit)
+
+
+async def _empty_stale_wal(held: list[tuple[AsyncConnection, Any]]) -> None:
+    """Checkpoint a moved file's WAL into it and truncate the WAL, before closing.
+
+    SQLite does not checkpoint on close once the database file was moved or deleted, and
+    leaves the ``-wal`` file at the old name, where the next opener of that path would
+    apply the old file's pages to whatever file is there now (a backup restored with
+    ``mv`` read back as the old store). ``wal_checkpoint(TRUNCATE)`` on a connection to the
+    old file writes those pages into the old file (through its open descriptor) and
+    empties the ``-wal`` file the connections hold, so nothing of it reaches the new file.
+    Done on the first held connection (a store normally holds one; without one, SQLite's
+    own behaviour stays).
+    """
+    for _conn, driver in held[:1]:
+        cursor = await driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        await cursor.close()
+
+
 def _refuse_closed(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
     """Pool checkout hook: a connection the server has closed is replaced, not handed out.
 
@@ -408,6 +451,7 @@ class Database:
     _lite: Compiled | None = None
     _lite_held: list[tuple[AsyncConnection, Any]] = field(default_factory=list)
     _prepared: weakref.WeakKeyDictionary[Any, Prepared] | None = None
+    sqlite_file: LiteFile | None = None
 
     @classmethod
     def create(
@@ -494,10 +538,12 @@ class Database:
     @classmethod
     def _create_sqlite(cls, url: URL, pool_size: int) -> Database:
         memory = _is_memory(url)
-        if memory:
+        file = None if memory else LiteFile(str(url.database))
+        if file is None:
             engine = create_async_engine(url, poolclass=StaticPool)
         else:
             engine = create_async_engine(url, pool_size=pool_size, max_overflow=pool_size)
+            _pin(engine, file)
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
         event.listen(engine.sync_engine, "begin", _sqlite_begin)
         reader = engine.execution_options(**{_READ_OPTION: True})
@@ -510,6 +556,7 @@ class Database:
             _every_lock=asyncio.Lock() if memory else None,
             _lite=Compiled(engine.dialect),
             _held_max=0 if memory else pool_size,
+            sqlite_file=file,
         )
 
     @asynccontextmanager
@@ -766,6 +813,9 @@ class Database:
         self._lite_held = []
         try:
             with map_native_errors():
+                if self.sqlite_file is not None and self.sqlite_file.moved():
+                    with contextlib.suppress(Exception):  # the connections still get closed
+                        await _empty_stale_wal(held)
                 for conn, _ in held:
                     await conn.close()
                 await self.engine.dispose()

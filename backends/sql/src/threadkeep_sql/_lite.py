@@ -38,6 +38,7 @@ from ._runner import Compiled, RawStatement, Runner
 
 if TYPE_CHECKING:
     from ._engine import Database
+    from ._lite_file import LiteFile
 
 __all__ = ["LiteOps", "LiteRunner", "run_on_thread"]
 
@@ -149,13 +150,25 @@ class LiteRunner(Runner):
         return result
 
 
-def _whole(fn: Callable[[LiteOps], T], conn: sqlite3.Connection, ops: LiteOps, write: bool) -> T:
-    """Run ``fn`` (on the connection's thread); a write inside one ``BEGIN IMMEDIATE``."""
+def _whole(
+    fn: Callable[[LiteOps], T],
+    conn: sqlite3.Connection,
+    ops: LiteOps,
+    write: bool,
+    file: LiteFile | None = None,
+) -> T:
+    """Run ``fn`` (on the connection's thread); a write inside one ``BEGIN IMMEDIATE``.
+
+    A write commits only if the path still names the file the store opened (``file``,
+    checked last: see :mod:`threadkeep_sql._lite_file`); otherwise it is rolled back.
+    """
     if not write:
         return fn(ops)
     conn.execute("BEGIN IMMEDIATE")
     try:
         result = fn(ops)
+        if file is not None:
+            file.check()
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
@@ -193,5 +206,6 @@ async def run_on_thread(
     async with db.sqlite_driver(write=True, conflict=conflict) as driver:
         conn: sqlite3.Connection = driver._conn
         ops = LiteOps(conn, db.sqlite_compiled)
-        result: T = await finish(driver._execute(_whole, fn, conn, ops, True))
+        work = driver._execute(_whole, fn, conn, ops, True, db.sqlite_file)
+        result: T = await finish(work)
         return result

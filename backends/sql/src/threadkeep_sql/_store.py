@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from threadkeep import BackendUnavailable, Capabilities, InvalidArgument, Store
+from threadkeep import BackendUnavailable, Capabilities, InvalidArgument, StorageReadOnly, Store
 from threadkeep.driver import store_for
 
 from ._archive import ArchiveMixin
@@ -236,10 +236,25 @@ class SqlDriver(
         if self._db.dialect == "postgresql":
             self._group = GroupCommitter(self._append_call, partial(self._db.runner, write=True))
         try:
-            await self._in_schema(self._db, self._prepare_schema, write=True)
+            await self._prepare(self._db)
         except BaseException:
             await self._db.dispose()
             raise
+
+    async def _prepare(self, db: Database) -> None:
+        """Create or migrate the schema; on read-only SQLite storage, check it instead.
+
+        A SQLite file this process may not write (a read-only file, folder or mount) opens
+        for reads when its schema is at the head (every write then raises
+        ``StorageReadOnly``); with an older schema the ``StorageReadOnly`` of the upgrade
+        is raised.
+        """
+        try:
+            await self._in_schema(db, self._prepare_schema, write=True)
+        except StorageReadOnly:
+            if db.dialect != "sqlite":
+                raise
+            await self._in_schema(db, partial(require_head, target=self.shown_url), write=False)
 
     def _prepare_schema(self, connection: sa.Connection) -> None:
         if self.auto_migrate:
