@@ -171,7 +171,11 @@ async def test_a_tool_that_raises_errors_the_run_and_keeps_its_call_and_result(
         ("tool", result, failed, "errored", "call_x", [], [], None),
     ]
     chat = await any_store.find_chat(kit.USER, THREAD)
-    tool = (await any_store.list_messages(chat.chat_id, limit=10)).items[-1]
+    [tool] = [
+        m
+        for m in (await any_store.list_messages(chat.chat_id, limit=50)).items
+        if m.agui_id == result
+    ]
     assert tool.metadata["agui_encrypted_value"] == '{"pydantic_ai": {"outcome": "failed"}}'
     run = await kit.run_of(any_store, THREAD, "r-1")
     assert (run.status, run.error) == (RunStatus.ERRORED, "kaboom 1")
