@@ -158,3 +158,40 @@ def ids(events: list[dict[str, Any]], kind: str, key: str = "messageId") -> list
         if event["type"] == kind and event.get(key) not in seen:
             seen.append(event[key])
     return seen
+
+
+def client_messages(prompt: dict[str, Any], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The message list an AG-UI client builds from a run's events (ids as streamed).
+
+    As ``@ag-ui/client`` does: a text message per ``TEXT_MESSAGE_START``; a tool call joins
+    the message its ``parentMessageId`` names, or a new assistant message (id: the parent's,
+    else the call's) when none is held; a tool message per ``TOOL_CALL_RESULT``.
+    """
+    out: list[dict[str, Any]] = [prompt]
+    by_id: dict[str, dict[str, Any]] = {}
+    for event in events:
+        kind = event["type"]
+        if kind == "TEXT_MESSAGE_START":
+            by_id[event["messageId"]] = {
+                "id": event["messageId"],
+                "role": "assistant",
+                "content": "",
+            }
+            out.append(by_id[event["messageId"]])
+        elif kind == "TEXT_MESSAGE_CONTENT":
+            by_id[event["messageId"]]["content"] += event["delta"]
+        elif kind == "TOOL_CALL_START":
+            parent = event.get("parentMessageId") or event["toolCallId"]
+            if parent not in by_id:
+                by_id[parent] = {"id": parent, "role": "assistant", "content": ""}
+                out.append(by_id[parent])
+            function = {"name": event["toolCallName"], "arguments": ""}
+            call = {"id": event["toolCallId"], "type": "function", "function": function}
+            by_id[parent].setdefault("toolCalls", []).append(call)
+            by_id[event["toolCallId"]] = function
+        elif kind == "TOOL_CALL_ARGS":
+            by_id[event["toolCallId"]]["arguments"] += event["delta"]
+        elif kind == "TOOL_CALL_RESULT":
+            result = {"id": event["messageId"], "role": "tool", "content": event["content"]}
+            out.append({**result, "toolCallId": event["toolCallId"]})
+    return out

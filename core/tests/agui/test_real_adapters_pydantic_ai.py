@@ -50,6 +50,7 @@ _SPEC.loader.exec_module(kit)
 
 THREAD = "pai-thread"
 PROMPT = ("user", "msg-1", "Weather in Paris?", "complete", None, [], [], None)
+PROMPT_MESSAGE = {"id": "msg-1", "role": "user", "content": "Weather in Paris?"}
 SIGNATURE = '{"signature": "sig-1", "provider_name": "function"}'
 
 
@@ -283,7 +284,7 @@ async def test_a_second_turn_carrying_the_history_back_stores_only_the_new_promp
     first = await kit.fold(path, store, tmp_path, rec, request("r-1"))
     before = await kit.history(store, THREAD)
     if history_from == "client":
-        back = client_messages(first)  # what @ag-ui/client accumulates from the events
+        back = kit.client_messages(PROMPT_MESSAGE, first)  # as @ag-ui/client builds it
     else:
         back = [m.model_dump(by_alias=True) for m in AGUIAdapter.dump_messages(pydantic_history())]
     prompt = {"id": "msg-2", "role": "user", "content": "And what did I ask?"}
@@ -299,40 +300,6 @@ async def test_a_second_turn_carrying_the_history_back_stores_only_the_new_promp
         ("assistant", answer, reply, "complete", None, [], [], None),
     ]
     assert (await kit.run_of(store, THREAD, "r-2")).status is RunStatus.COMPLETE
-
-
-def client_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The message list an AG-UI client builds from a run's events (ids as streamed)."""
-    out: list[dict[str, Any]] = [{"id": "msg-1", "role": "user", "content": "Weather in Paris?"}]
-    by_id: dict[str, dict[str, Any]] = {}
-    for event in events:
-        kind = event["type"]
-        if kind == "TEXT_MESSAGE_START":
-            by_id[event["messageId"]] = {
-                "id": event["messageId"],
-                "role": "assistant",
-                "content": "",
-            }
-            out.append(by_id[event["messageId"]])
-        elif kind == "TEXT_MESSAGE_CONTENT":
-            by_id[event["messageId"]]["content"] += event["delta"]
-        elif kind == "TOOL_CALL_START":
-            function = {"name": event["toolCallName"], "arguments": ""}
-            call = {"id": event["toolCallId"], "type": "function", "function": function}
-            by_id[event["parentMessageId"]].setdefault("toolCalls", []).append(call)
-            by_id[event["toolCallId"]] = function
-        elif kind == "TOOL_CALL_ARGS":
-            by_id[event["toolCallId"]]["arguments"] += event["delta"]
-        elif kind == "TOOL_CALL_RESULT":
-            out.append(
-                {
-                    "id": event["messageId"],
-                    "role": "tool",
-                    "toolCallId": event["toolCallId"],
-                    "content": event["content"],
-                }
-            )
-    return out
 
 
 def pydantic_history() -> list[ModelMessage]:

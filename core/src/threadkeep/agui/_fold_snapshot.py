@@ -8,7 +8,9 @@ to what is known before anything is stored:
    message by its ``toolCallId`` (the run's tool message answering that call); a reasoning
    message by its id;
 2. a message stored before (an earlier run, or this run's input): by id as a message, a
-   nested tool call or reasoning; an assistant message whose every tool call is stored;
+   nested tool call or reasoning; an assistant message whose every tool call is stored; a
+   tool message answering a call with the text a message the run began with answers it
+   with (ADK mints fresh ids for every message of every snapshot);
 3. a user, assistant, system or developer message whose id names nothing known (LlamaIndex
    and other adapters mint a fresh id for every message of every snapshot): the first record
    of this run, then the first message the run began with (its context and input), of the
@@ -168,10 +170,12 @@ class SnapshotHandlers(FoldBase):
             return True
         if await store.get_reasoning_by_agui_id(chat_id, message.id) is not None:
             return True
+        if isinstance(message, ToolMessage):
+            return _answered_before(state, message)
         calls = message.tool_calls or [] if isinstance(message, AssistantMessage) else []
-        if not calls:
-            return False
-        return all([await store.get_tool_call_by_agui_id(chat_id, c.id) for c in calls])
+        return bool(calls) and all(
+            [await store.get_tool_call_by_agui_id(chat_id, c.id) for c in calls]
+        )
 
     async def store_snapshot_message(self, state: FoldState, message: AguiMessage) -> Record:
         """Store a snapshot message nothing matched, complete; return its record."""
@@ -261,6 +265,17 @@ def _sent(message: AguiMessage) -> tuple[str, list[dict[str, Any]]]:
 def _empty(message: AguiMessage) -> bool:
     """An assistant message with no text and no tool call (it carries nothing to store)."""
     return isinstance(message, AssistantMessage) and not message.content and not message.tool_calls
+
+
+def _answered_before(state: FoldState, message: ToolMessage) -> bool:
+    """A message the run began with answers the same call with the same text (rule 2)."""
+    if not message.tool_call_id:
+        return False
+    text, _ = parts_from_agui(message.content)
+    return any(
+        h.role is Role.TOOL and h.tool_call_ref == message.tool_call_id and h.content == text
+        for h in state.history
+    )
 
 
 def _is_json(text: str) -> bool:
