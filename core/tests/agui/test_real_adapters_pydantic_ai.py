@@ -17,6 +17,7 @@ only a ``message`` when the model or a tool raises.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -38,7 +39,7 @@ from pydantic_ai.models.function import (
 )
 from pydantic_ai.ui.ag_ui import AGUIAdapter
 
-from threadkeep import RunStatus
+from threadkeep import RunStatus, open_store
 
 _SPEC = importlib.util.spec_from_file_location(
     "_agui_real_adapter_kit", Path(__file__).with_name("real_adapter_kit.py")
@@ -312,3 +313,76 @@ def pydantic_history() -> list[ModelMessage]:
         ModelRequest(parts=[ToolReturnPart("weather", "sunny in Paris", tool_call_id="call_1")]),
         ModelResponse(parts=[TextPart("Sunny.")]),
     ]
+
+
+def test_the_cli_imports_run_folders_of_the_adapter_s_sse_and_json_lines(cli, tmp_path):
+    """``threadkeep import DIR --format agui``: a run folder per recording, as harnesses lay
+    them out, one holding the adapter's SSE text verbatim; a second import writes nothing."""
+    root = tmp_path / "recordings"
+    streams = []
+    for name in ("jsonl", "sse"):
+        rec = recorder(thinks_then_calls_two_tools, weather, clock)
+        asyncio.run(kit.drain(rec, request()))
+        kit.write_run_folder(root / name, rec, request())
+        if name == "sse":  # the wire text itself, as an SSE capture
+            (root / name / "response.jsonl").unlink()
+            (root / name / "response.sse").write_text("".join(rec.wire), encoding="utf-8")
+        streams.append(rec.events())
+    url = f"sqlite+aiosqlite:///{tmp_path / 'tk.db'}"
+    first = cli.json("import", str(root), "--format", "agui", "--url", url, "--json")
+    assert (first["chats_created"], first["messages_created"], first["tool_calls_created"]) == (
+        2,
+        12,
+        4,
+    )
+
+    async def stored() -> list[list[tuple[Any, ...]]]:
+        async with open_store(url) as store:
+            chats = (await store.list_chats(limit=10)).items
+            # one chat per recording: the thread id scoped by the recording's folder
+            assert sorted(c.thread_id for c in chats) == [
+                f"agui:jsonl:{THREAD}",
+                f"agui:sse:{THREAD}",
+            ]
+            found = []
+            for chat in chats:
+                page = await store.list_messages(chat.chat_id, limit=50)
+                found.append([kit.summary(m) for m in page.items])
+            return found
+
+    histories = asyncio.run(stored())
+    expected = []
+    for events in streams:
+        [thought] = kit.ids(events, "REASONING_START")
+        parent, answer = kit.ids(events, "TEXT_MESSAGE_START")
+        results = [
+            ("tool", e["messageId"], e["content"], "complete", e["toolCallId"], [], [], None)
+            for e in events
+            if e["type"] == "TOOL_CALL_RESULT"
+        ]
+        calls = [("call_w", "weather", '{"city": "Paris"}'), ("call_c", "clock", "{}")]
+        expected.append(
+            [
+                PROMPT,
+                (
+                    "reasoning",
+                    thought,
+                    "",
+                    "complete",
+                    None,
+                    [],
+                    [("Need weather and time.", SIGNATURE)],
+                    None,
+                ),
+                ("assistant", parent, "", "complete", None, calls, [], None),
+                *results,
+                ("assistant", answer, "It is sunny at noon.", "complete", None, [], [], None),
+            ]
+        )
+    assert sorted(histories) == sorted(expected)
+    again = cli.json("import", str(root), "--format", "agui", "--url", url, "--json")
+    assert (again["chats_created"], again["messages_created"], again["messages_present"]) == (
+        0,
+        0,
+        12,
+    )
