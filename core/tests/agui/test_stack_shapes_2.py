@@ -719,3 +719,34 @@ async def test_crewai_flow_snapshots_without_ids(store, tmp_path, path):
     ]
     run = await store.get_run(chat.chat_id, "r-1")
     assert run.metadata["agui_state"] == {"messages": [], "city": "Paris"}
+
+
+# -- an older recorder's reasoning message start with role "assistant" -----------------------
+
+OLD_REASONING = [
+    started(),
+    {"type": "REASONING_START", "messageId": "think-1"},
+    {"type": "REASONING_MESSAGE_START", "messageId": "think-1", "role": "assistant"},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "think-1", "delta": "Rain is "},
+    {"type": "REASONING_MESSAGE_CONTENT", "messageId": "think-1", "delta": "likely."},
+    {"type": "REASONING_MESSAGE_END", "messageId": "think-1"},
+    {"type": "REASONING_END", "messageId": "think-1"},
+    *text("a1", "Take an umbrella."),
+    finished(),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_reasoning_start_with_role_assistant_is_a_reasoning_start(
+    every_store, tmp_path, path, caplog
+):
+    chat = await fold(path, every_store, tmp_path, OLD_REASONING)
+    assert await reasonings(every_store, chat) == [
+        ("think-1", "complete", [("Rain is likely.", None)])
+    ]
+    assert await records(every_store, chat) == [
+        PROMPT_RECORD,
+        ("reasoning", "think-1", "", "complete", None, []),
+        ("assistant", "a1", "Take an umbrella.", "complete", None, []),
+    ]
+    assert "invalid" not in caplog.text  # not skipped as an invalid event

@@ -26,7 +26,9 @@ fields as extras). The import path (``_wire.parse_event``) and the live path
   ``TOOL_CALL_ARGS`` (or chunk) delta that is a JSON value becomes its JSON text; a
   ``TOOL_CALL_RESULT`` ``role`` other than ``"tool"`` is dropped; a ``STATE_DELTA`` that
   is one patch operation becomes a list of it; a text message ``role`` of ``"model"``
-  (Gemini) or ``"ai"`` (LangChain) is ``"assistant"``; a ``MESSAGES_SNAPSHOT`` message
+  (Gemini) or ``"ai"`` (LangChain) is ``"assistant"``; a ``REASONING_MESSAGE_START`` whose
+  ``role`` is not ``"reasoning"`` (older recorders wrote ``"assistant"``, the speaker) is a
+  reasoning message start all the same; a ``MESSAGES_SNAPSHOT`` message
   without ``id`` gets ``"snapshot:<position>:<hash of role and content>"`` and the text
   parts of an assistant, system or developer message given as parts are joined.
 """
@@ -42,7 +44,9 @@ from typing import Any
 
 from ag_ui.core import BaseEvent, RunErrorEvent, ToolCallResultEvent
 
-__all__ = ["coerce_event", "normalize_event_data", "tool_result_id"]
+__all__ = ["coerce_event", "normalize_event_data", "tool_outcome", "tool_result_id"]
+
+_OUTCOMES = {"failed": "errored", "interrupted": "interrupted"}
 
 _PART_TYPES = frozenset({"text", "image", "audio", "video", "document", "binary"})
 
@@ -57,6 +61,32 @@ def tool_result_id(tool_call_id: str) -> str:
         A deterministic id, so the same result folded twice is one message.
     """
     return f"result:{tool_call_id}"
+
+
+def tool_outcome(encrypted_value: str) -> str | None:
+    """Return the status a tool result's ``REASONING_ENCRYPTED_VALUE`` gives it, if any.
+
+    Pydantic AI (2.x, AG-UI >= 0.1.11) sends a failed, interrupted, denied or retried tool
+    return's outcome as ``{"pydantic_ai": {"outcome": ...}}`` in an encrypted value naming
+    the tool result message (``ToolMessage`` has no outcome slot). A tool that raised is
+    ``"failed"``: its result is stored ``errored``; ``"interrupted"`` is ``interrupted``;
+    ``"denied"`` and ``"retried"`` are answers the model was shown, stored ``complete``.
+
+    Args:
+        encrypted_value: The event's ``encryptedValue``.
+
+    Returns:
+        ``"errored"``, ``"interrupted"`` or ``None`` (no outcome that changes the status).
+    """
+    if not encrypted_value.startswith("{") or "pydantic_ai" not in encrypted_value:
+        return None
+    try:
+        value = json.loads(encrypted_value)
+    except (ValueError, RecursionError):
+        return None
+    carried = value.get("pydantic_ai") if isinstance(value, Mapping) else None
+    outcome = carried.get("outcome") if isinstance(carried, Mapping) else None
+    return _OUTCOMES.get(outcome) if isinstance(outcome, str) else None
 
 
 def normalize_event_data(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,6 +119,8 @@ def normalize_event_data(data: Mapping[str, Any]) -> dict[str, Any]:
         out["delta"] = [out["delta"]]
     elif kind in ("TEXT_MESSAGE_START", "TEXT_MESSAGE_CHUNK") and out.get("role") in _ASSISTANT:
         out["role"] = "assistant"
+    elif kind == "REASONING_MESSAGE_START" and out.get("role") not in (None, "reasoning"):
+        out["role"] = "reasoning"  # older recorders wrote the speaker: "assistant"
     elif kind == "MESSAGES_SNAPSHOT" and isinstance(out.get("messages"), list):
         out["messages"] = [_snapshot_message(m, i) for i, m in enumerate(out["messages"])]
     return out

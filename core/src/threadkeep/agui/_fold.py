@@ -139,7 +139,8 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
 
         ``RUN_FINISHED`` keeps its ``outcome``, ``result`` and token ``usage`` in the run's
         metadata (``agui_outcome``, ``agui_result``, ``agui_usage``); ``RUN_ERROR`` its
-        ``code`` (``agui_error_code``), ``usage`` and message (the run's ``error``).
+        ``code`` (``agui_error_code``), ``usage`` and message (the run's ``error``). The
+        ``usage`` also counts in ``agui_token_usage`` (``add_run_usage``).
         """
         if isinstance(event, RunStartedEvent):
             state.run_started = True
@@ -158,6 +159,7 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
             ):
                 if value is not None:
                     state.run_metadata[key] = _jsonable(value)
+            self.add_run_usage(state, state.run_metadata.get("agui_usage"))
             await self.end_run_records(
                 state, RunStatus.INTERRUPTED if cancelled else RunStatus.COMPLETE
             )
@@ -167,6 +169,7 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
                 state.run_metadata["agui_error_code"] = event.code
             if event.usage is not None:
                 state.run_metadata["agui_usage"] = _jsonable(event.usage)
+                self.add_run_usage(state, state.run_metadata["agui_usage"])
             await self.end_run_records(state, RunStatus.ERRORED)
 
     async def end_run_records(self, state: FoldState, status: RunStatus) -> None:

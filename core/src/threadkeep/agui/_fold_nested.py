@@ -45,6 +45,7 @@ from ._compat import (
     ThinkingTextMessageEndEvent,
     ThinkingTextMessageStartEvent,
 )
+from ._dialects import tool_outcome
 from ._fold_base import FoldBase
 from ._state import FoldState, Record
 from ._text import TextBuffer
@@ -308,7 +309,8 @@ class NestedHandlers(FoldBase):
 
         ``subtype="tool-call"``: the call's ``encrypted_value`` (an extra field of
         ``ToolCall``); ``subtype="message"``: the reasoning's ``encrypted_value``, or for any
-        other message ``metadata["agui_encrypted_value"]``. An id the run does not know is
+        other message ``metadata["agui_encrypted_value"]`` (a tool result's outcome in it
+        sets its status: ``_dialects.tool_outcome``). An id the run does not know is
         kept in the run's metadata rather than dropped.
         """
         entity = event.entity_id
@@ -335,6 +337,9 @@ class NestedHandlers(FoldBase):
                 **record.message.metadata,
                 "agui_encrypted_value": event.encrypted_value,
             }
+            outcome = tool_outcome(event.encrypted_value)  # Pydantic AI's failed tool
+            if outcome is not None and record.message.role is Role.TOOL:
+                record.message.status = MessageStatus(outcome)
             await self.boundary(state, record)
         else:
             unmatched = state.run_metadata.setdefault("agui_encrypted_values", {})

@@ -20,7 +20,8 @@ them is a message, and none is lost:
   is at least the merged input plus output (Anthropic reports input in ``message_start``
   and the output in ``message_delta``). OpenAI's ``reasoning_tokens`` is read from
   ``completion_tokens_details``/``output_tokens_details``. Usage no
-  message takes is the run's own. The run's ``metadata["agui_token_usage"]`` sums them all;
+  message takes is the run's own. The run's ``metadata["agui_token_usage"]`` sums them all
+  (a terminal event's ``usage``, the run's total, raises each field to at least its sum);
 - with ``keep_events`` (``StorageAgent(keep_events=True)``, ``threadkeep import
   --keep-events``) each event is also kept whole, in order, in ``metadata["agui_events"]``.
 """
@@ -184,6 +185,28 @@ class OtherHandlers(FoldBase):
             record.message.tokens = merged.get("output_tokens", merged.get("total_tokens"))
             record.message.metadata = {**record.message.metadata, "usage": dict(merged)}
             await self.boundary(state, record)
+
+    def add_run_usage(self, state: FoldState, usage: Any) -> None:
+        """Take a terminal event's token usage into the run's ``agui_token_usage``.
+
+        ``RUN_FINISHED.usage`` / ``RUN_ERROR.usage`` (AG-UI 1.0: one entry per provider and
+        model, the producer's total for the whole run) belongs to no one message: its
+        entries are summed, and each field of ``agui_token_usage`` becomes the larger of that
+        sum and the messages' sum (LangGraph reports both; nothing is counted twice).
+
+        Args:
+            state: The run's fold state.
+            usage: The event's ``usage`` as JSON (a list of entries, or one object).
+        """
+        reported: dict[str, int] = {}
+        for entry, _owner in find_usage(usage):
+            for name, count in entry.items():
+                reported[name] = reported.get(name, 0) + count
+        if reported:
+            totals = dict(state.run_metadata.get("agui_token_usage") or {})
+            for name, count in reported.items():
+                totals[name] = max(totals.get(name, 0), count)
+            state.run_metadata["agui_token_usage"] = totals
 
     async def earlier_message(self, state: FoldState, agui_id: str) -> bool:
         """Whether ``agui_id`` names a message the chat held before this run."""

@@ -8,7 +8,9 @@ to what is known before anything is stored:
    message by its ``toolCallId`` (the run's tool message answering that call); a reasoning
    message by its id;
 2. a message stored before (an earlier run, or this run's input): by id as a message, a
-   nested tool call or reasoning; an assistant message whose every tool call is stored;
+   nested tool call or reasoning; an assistant message whose every tool call is stored; a
+   tool message answering a call with the text a message the run began with answers it
+   with (ADK mints fresh ids for every message of every snapshot);
 3. a user, assistant, system or developer message whose id names nothing known (LlamaIndex
    and other adapters mint a fresh id for every message of every snapshot): the first record
    of this run, then the first message the run began with (its context and input), of the
@@ -21,13 +23,18 @@ A matched record is reconciled, never stored twice. For its text (and each tool 
 argument string): where the streamed text is a strict prefix of the snapshot's (the stream
 was cut short) the snapshot's text is stored; where they disagree otherwise the streamed
 text stays and the snapshot's is kept in ``metadata["agui_snapshot"]`` (``{"content": ...}``
-and ``{"tool_calls": {<call id>: <arguments>}}``). A tool call the snapshot names that was
+and ``{"tool_calls": {<call id>: <arguments>}}``), except for tool call arguments whose
+streamed text is not JSON while the snapshot's is (the stream lost a piece of them, as
+``ag-ui-langgraph`` drops the arguments carried by the chunk that opens a call): those take
+the snapshot's, and the streamed text is kept in ``{"streamed_tool_calls": {<call id>:
+<arguments>}}``. A tool call the snapshot names that was
 not streamed joins the message. A message matching nothing is stored, complete, in
 snapshot order; one stored before is left as it is.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ag_ui.core import (
@@ -163,10 +170,12 @@ class SnapshotHandlers(FoldBase):
             return True
         if await store.get_reasoning_by_agui_id(chat_id, message.id) is not None:
             return True
+        if isinstance(message, ToolMessage):
+            return _answered_before(state, message)
         calls = message.tool_calls or [] if isinstance(message, AssistantMessage) else []
-        if not calls:
-            return False
-        return all([await store.get_tool_call_by_agui_id(chat_id, c.id) for c in calls])
+        return bool(calls) and all(
+            [await store.get_tool_call_by_agui_id(chat_id, c.id) for c in calls]
+        )
 
     async def store_snapshot_message(self, state: FoldState, message: AguiMessage) -> Record:
         """Store a snapshot message nothing matched, complete; return its record."""
@@ -192,18 +201,28 @@ class SnapshotHandlers(FoldBase):
             if text and not _merge(record.content, text):
                 note["content"] = text
         if isinstance(message, AssistantMessage):
-            disagreeing = self.reconcile_calls(state, record, message)
+            disagreeing, replaced = self.reconcile_calls(state, record, message)
             if disagreeing:
                 note["tool_calls"] = disagreeing
+            if replaced:
+                note["streamed_tool_calls"] = replaced
         if note:
             record.message.metadata = {**record.message.metadata, SNAPSHOT_NOTE: note}
         await self.boundary(state, record)
 
     def reconcile_calls(
         self, state: FoldState, record: Record, message: AssistantMessage
-    ) -> dict[str, str]:
-        """Reconcile a snapshot's tool calls with the record's; return the disagreeing ones."""
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Reconcile a snapshot's tool calls with the record's.
+
+        Returns:
+            ``(disagreeing, replaced)``: the snapshot's arguments of calls whose streamed
+            arguments stay, and the streamed arguments of calls that took the snapshot's
+            (streamed text that is not JSON where the snapshot's is: the stream lost a
+            piece, as ``ag-ui-langgraph`` drops the arguments of the chunk opening a call).
+        """
         disagreeing: dict[str, str] = {}
+        replaced: dict[str, str] = {}
         for call in message.tool_calls or []:
             known = state.tool_hosts.get(call.id)
             arguments = call.function.arguments
@@ -222,10 +241,17 @@ class SnapshotHandlers(FoldBase):
             if buffer is None:
                 buffer = host.tool_args[known[1]] = TextBuffer(host.tool_call(known[1]).arguments)
             if arguments and not _merge(buffer, arguments):
-                disagreeing[call.id] = arguments
+                streamed = buffer.text()
+                if _is_json(arguments) and not _is_json(streamed):
+                    whole = host.tool_args[known[1]] = TextBuffer()
+                    whole.append(arguments)
+                    host.dirty = True
+                    replaced[call.id] = streamed
+                else:
+                    disagreeing[call.id] = arguments
             if not host.tool_call(known[1]).name:
                 host.tool_call(known[1]).name = call.function.name
-        return disagreeing
+        return disagreeing, replaced
 
 
 _BY_CONTENT = (UserMessage, AssistantMessage, SystemMessage, DeveloperMessage)
@@ -239,6 +265,25 @@ def _sent(message: AguiMessage) -> tuple[str, list[dict[str, Any]]]:
 def _empty(message: AguiMessage) -> bool:
     """An assistant message with no text and no tool call (it carries nothing to store)."""
     return isinstance(message, AssistantMessage) and not message.content and not message.tool_calls
+
+
+def _answered_before(state: FoldState, message: ToolMessage) -> bool:
+    """A message the run began with answers the same call with the same text (rule 2)."""
+    if not message.tool_call_id:
+        return False
+    text, _ = parts_from_agui(message.content)
+    return any(
+        h.role is Role.TOOL and h.tool_call_ref == message.tool_call_id and h.content == text
+        for h in state.history
+    )
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _merge(buffer: TextBuffer, snapshot: str) -> bool:
