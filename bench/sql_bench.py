@@ -137,6 +137,19 @@ def floor_models(bodies: list[str], adapter: TypeAdapter[list[Any]]) -> list[Any
     return adapter.validate_json("[" + ",".join(bodies) + "]")
 
 
+_STORE_FIELDS = {"chat_id", "seq", "revision", "created_at", "updated_at", "deleted_at"}
+
+
+def full_bodies(bodies: list[str]) -> list[str]:
+    """Message bodies as a user of raw pydantic stores them: every field, none left out.
+
+    The store writes lean bodies (``threadkeep._encode_lean``: scalar fields at their
+    default left out); the ``floor`` client validates the full ``model_dump_json`` of the
+    same messages, made once per line, so the store's format does not lower the floor.
+    """
+    return [Message.model_validate_json(b).model_dump_json(exclude=_STORE_FIELDS) for b in bodies]
+
+
 # -- measurement ----------------------------------------------------------------------------
 
 Op = Callable[[int], Awaitable[None]]
@@ -421,9 +434,12 @@ async def line_page(
         rows = await stmt.fetch(chat_id, raw_before, PAGE + 1)
         assert len(rows) == PAGE + 1
 
+    full = full_bodies([row[6] for row in await stmt.fetch(chat_id, raw_before, PAGE + 1)])
+
     async def run_floor(_: int) -> None:
         rows = await stmt.fetch(chat_id, raw_before, PAGE + 1)
-        assert len(floor_models([row[6] for row in rows], MESSAGES)) == PAGE + 1
+        assert len([row[6] for row in rows]) == PAGE + 1  # the stored bodies, as before
+        assert len(floor_models(full, MESSAGES)) == PAGE + 1  # the same messages, full
 
     async def run_sql(_: int) -> None:
         async with store.driver.db.runner() as run:
@@ -466,10 +482,13 @@ async def line_chat_list(
         rows = await stmt.fetch(user, PAGE + 1)
         assert sum(1 for r in rows[:PAGE] if r[6] is not None) == PAGE
 
+    full = full_bodies([r[12] for r in await stmt.fetch(user, PAGE + 1) if r[12] is not None])
+
     async def run_floor(_: int) -> None:
         rows = await stmt.fetch(user, PAGE + 1)
         found = floor_models([r[4] for r in rows], CHATS)
-        last = floor_models([r[12] for r in rows if r[12] is not None], MESSAGES)
+        assert len([r[12] for r in rows if r[12] is not None]) == len(full)
+        last = floor_models(full, MESSAGES)  # the newest messages' full bodies
         assert len(found) == PAGE + 1
         assert len(last) == PAGE + 1
 

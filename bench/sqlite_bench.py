@@ -35,6 +35,7 @@ from sql_bench import (
     PAGE,
     Line,
     floor_models,
+    full_bodies,
     load,
     message_rows,
 )
@@ -204,9 +205,13 @@ async def line_page(
         rows = await db.execute_fetchall(RAW_PAGE, (chat.hex, raw_before, chat.hex, PAGE + 1))
         assert len(list(rows)) == PAGE + 1
 
+    args = (chat.hex, raw_before, chat.hex, PAGE + 1)
+    full = full_bodies([row[6] for row in await db.execute_fetchall(RAW_PAGE, args)])
+
     async def run_floor(_: int) -> None:
         rows = await db.execute_fetchall(RAW_PAGE, (chat.hex, raw_before, chat.hex, PAGE + 1))
-        assert len(floor_models([row[6] for row in rows], MESSAGES)) == PAGE + 1
+        assert len([row[6] for row in rows]) == PAGE + 1  # the stored bodies, as before
+        assert len(floor_models(full, MESSAGES)) == PAGE + 1  # the same messages, full
 
     async def run_api(_: int) -> None:
         page = await lite.list_messages(chat, limit=PAGE, cursor=cursor)
@@ -224,10 +229,14 @@ async def line_list(
         rows = list(await db.execute_fetchall(RAW_PREVIEWS, (user, PAGE + 1)))
         assert sum(1 for r in rows[:PAGE] if r[6] is not None) == PAGE
 
+    newest = await db.execute_fetchall(RAW_PREVIEWS, (user, PAGE + 1))
+    full = full_bodies([r[12] for r in newest if r[12] is not None])
+
     async def run_floor(_: int) -> None:
         rows = list(await db.execute_fetchall(RAW_PREVIEWS, (user, PAGE + 1)))
         assert len(floor_models([r[4] for r in rows], CHATS)) == PAGE + 1
-        last = floor_models([r[12] for r in rows if r[12] is not None], MESSAGES)
+        assert len([r[12] for r in rows if r[12] is not None]) == len(full)
+        last = floor_models(full, MESSAGES)  # the newest messages' full bodies
         assert len(last) == PAGE + 1
 
     async def run_api(_: int) -> None:

@@ -30,6 +30,7 @@ from threadkeep import (
     open_store,
 )
 from threadkeep._corrupt import collecting
+from threadkeep._encode_lean import fill_defaults
 from threadkeep.driver import Records
 
 NOW = datetime(2026, 12, 2, 4, 0, tzinfo=UTC)
@@ -114,8 +115,11 @@ def test_good_pages_read_back_as_written(store: Store) -> None:
         m.model_copy(update={**columns, "seq": seq}) for seq, m in enumerate(written, start=1)
     ]
     assert page == expected
-    validated = [  # every field validated together, as the general path does
-        Message.model_validate({**json.loads(row[6]), **columns, "seq": row[1], "deleted_at": None})
+    validated = [  # every field validated together, as the general path does (the left-out
+        # defaults of a lean body put back: threadkeep._encode_lean)
+        Message.model_validate(
+            {**fill_defaults(json.loads(row[6])), **columns, "seq": row[1], "deleted_at": None}
+        )
         for row in rows
     ]
     assert page == validated

@@ -27,6 +27,7 @@ from threadkeep import (
     as_utc,
     open_store,
 )
+from threadkeep._encode_lean import fill_defaults
 from threadkeep.driver import Records
 from threadkeep_sql import SqlStore
 from threadkeep_sql._messages import _NO_SEQ, _PAGE
@@ -72,7 +73,7 @@ class Checked(Message):
 def general(model: type[Message], body: str, columns: dict[str, Any]) -> Message:
     """The general path: every field validated (naive times taken as UTC, as before)."""
     utc = {k: as_utc(v) if isinstance(v, datetime) else v for k, v in columns.items()}
-    return model.model_validate({**json.loads(body), **utc})
+    return model.model_validate({**fill_defaults(json.loads(body)), **utc})
 
 
 def same(a: Any, b: Any) -> None:

@@ -401,7 +401,8 @@ class PreparedMessage:
 
     Attributes:
         message: The validated message (``chat_id`` set; other store fields as given).
-        body: The JSON body text (store-assigned fields excluded).
+        body: The JSON body text (store-assigned fields excluded, and the top-level
+            scalars at ``Message``'s default: ``threadkeep._encode_lean``).
         fingerprint: See :func:`message_fingerprint`.
     """
 

@@ -10,6 +10,9 @@ reference) gives for the same message: pydantic-core escapes strings exactly as
 ``json.dumps`` itself (no assumption about how two encoders spell a float).
 ``core/tests/test_encode.py`` checks the equality over generated messages.
 
+The stored body is then made lean (:mod:`threadkeep._encode_lean`: top-level fields at
+their default left out); the fingerprint stays that of the full body.
+
 Anything unusual (a value with no JSON form, a lone surrogate, a serializer that does not
 give a JSON object) takes the original path, so errors and their messages are unchanged.
 """
@@ -32,6 +35,7 @@ from ._content import (
     json_data,
     message_fingerprint,
 )
+from ._encode_lean import lean_data, lean_json
 from ._models import Message
 
 __all__ = ["encode_message", "fingerprint_of", "message_body_of", "prepare_message"]
@@ -96,8 +100,9 @@ def encode_message(message: Message, max_message_bytes: int) -> PreparedMessage:
 
     Returns:
         The prepared message: the message itself, its body (compact JSON text without the
-        store-assigned fields) and its fingerprint (SHA-256 hex, as
-        ``message_fingerprint`` of the body's data).
+        store-assigned fields, and without the top-level fields at their default:
+        :func:`~threadkeep._encode_lean.lean_exclude`) and its fingerprint (SHA-256 hex, as
+        ``message_fingerprint`` of the full body's data).
 
     Raises:
         InvalidContent: If a string or key holds a lone surrogate, a float is NaN or
@@ -115,7 +120,8 @@ def encode_message(message: Message, max_message_bytes: int) -> PreparedMessage:
     # The envelope is at most the body (with a margin in case an encoder spells floats shorter).
     if len(raw) * 2 > ENVELOPE_ALLOWANCE_BYTES:
         envelope_problem(data)
-    body = raw.decode("utf-8")
+    # The fingerprint is of the full body's data; the stored body is the lean one.
+    body = lean_json(message, as_any=True)
     return PreparedMessage(message=message, body=body, fingerprint=_fingerprint(data))
 
 
@@ -125,7 +131,9 @@ def _encode_slowly(message: Message) -> PreparedMessage:
     body = dump_json(data)
     if len(body) * 4 > ENVELOPE_ALLOWANCE_BYTES:
         envelope_problem(data)
-    return PreparedMessage(message=message, body=body, fingerprint=message_fingerprint(data))
+    fingerprint = message_fingerprint(data)
+    body = dump_json(lean_data(data, type(message)))
+    return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
 
 
 def message_body_of(message: Message) -> str:
@@ -135,15 +143,17 @@ def message_body_of(message: Message) -> str:
         message: A message (nested subclass fields included).
 
     Returns:
-        Compact JSON text; no content checks beyond what the encoding itself refuses.
+        Compact JSON text, lean (top-level fields at their default left out, as
+        :func:`~threadkeep._encode_lean.lean_exclude`); no content checks beyond what the
+        encoding itself refuses.
 
     Raises:
         InvalidContent: If a string holds a lone surrogate (through ``dump_json``).
     """
-    serialized = _serialized(message)
-    if serialized is not None:
-        return serialized[0].decode("utf-8")
-    return dump_json(message.model_dump(mode="json", exclude=set(_EXCLUDE), serialize_as_any=True))
+    if _serialized(message) is not None:
+        return lean_json(message, as_any=True)
+    data = message.model_dump(mode="json", exclude=set(_EXCLUDE), serialize_as_any=True)
+    return dump_json(lean_data(data, type(message)))
 
 
 def fingerprint_of(message: Message) -> str:

@@ -49,6 +49,7 @@ from ._content import (
     message_fingerprint,
 )
 from ._encode import _canonical, _HasFloat, encode_message
+from ._encode_lean import lean_json
 from ._encode_plain import encode_plain
 from ._models import (
     ActionPart,
@@ -119,7 +120,9 @@ def _encode_typed(message: Message, max_message_bytes: int) -> PreparedMessage:
         if type(data) is not dict:
             return encode_message(message, max_message_bytes)
         fingerprint = _fingerprint(data)
-    return PreparedMessage(message=message, body=raw.decode("utf-8"), fingerprint=fingerprint)
+    # Every nested record is of its declared class: the lean body without serialize_as_any.
+    body = lean_json(message, as_any=False)
+    return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
 
 
 def payload_bytes(message: Message) -> int:

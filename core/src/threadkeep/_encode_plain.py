@@ -42,6 +42,7 @@ from ._content import (
     check_payload_size,
 )
 from ._encode import _canonical, encode_message
+from ._encode_lean import lean_json
 from ._models import Message, MessageKind, MessageStatus, Role
 
 __all__ = ["ENABLED", "encode_plain"]
@@ -199,6 +200,7 @@ def encode_plain(message: Message, max_message_bytes: int) -> PreparedMessage | 
         return None
     canonical = canonical_of(texts)
     fingerprint = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    body = lean_json(message, as_any=False)  # stored lean, as encode_message (_encode_lean)
     return PreparedMessage(message=message, body=body, fingerprint=fingerprint)
 
 

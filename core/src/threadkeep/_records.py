@@ -28,6 +28,7 @@ from ._content import (
 from ._corrupt import Unreadable, rebuilt, rebuilt_each
 from ._encode import fingerprint_of, message_body_of
 from ._encode_bulk import encode_for_load
+from ._encode_lean import LEAN_FIELDS, fill_defaults, lean_fields
 from ._models import Chat, Message
 from ._rows import MESSAGE_COLUMNS, MESSAGE_ROW, from_json, page_from_json
 
@@ -56,6 +57,16 @@ class Records:
         self.message_model = message_model
         self.chat_model = chat_model
         self.max_message_bytes = max_message_bytes
+
+    @property
+    def _lean_reads(self) -> frozenset[str] | None:
+        """The fields pydantic may fill for a lean body, or ``None`` to fill them first.
+
+        A ``message_model`` declaring every :data:`LEAN_FIELDS` name as ``Message`` does
+        gets a left-out field's right default from its own schema (validated straight from
+        the JSON); any other rebuilds from the decoded body with the defaults put back.
+        """
+        return LEAN_FIELDS if lean_fields(self.message_model) == LEAN_FIELDS else None
 
     def prepare(self, message: Message) -> PreparedMessage:
         """Check and encode a message with this store's limits (``encode_message``'s result).
@@ -120,13 +131,15 @@ class Records:
     def _message_of_body(
         self, body: str | bytes | Mapping[str, Any], columns: dict[str, Any]
     ) -> Message:
-        if isinstance(body, str | bytes):
+        filled = self._lean_reads
+        if filled is not None and isinstance(body, str | bytes):
             # The body is validated in pydantic-core straight from JSON; the columns are the
             # store's own values, set as validating them would (about half the cost).
-            message = from_json(self.message_model, body, columns, MESSAGE_COLUMNS)
+            message = from_json(self.message_model, body, columns, MESSAGE_COLUMNS, filled)
             if message is not None:
                 return message
         data = _mapping(load_json(body) if isinstance(body, str | bytes) else body)
+        fill_defaults(data)  # what a lean body left out, as a full body holds it
         data.update(columns)
         return self.message_model.model_validate(data)
 
@@ -146,9 +159,11 @@ class Records:
             CorruptRecord: As :meth:`message_from_row`; inside a page read of a
                 ``corrupt_records="skip"`` store, damaged rows are left out instead.
         """
-        page = page_from_json(self.message_model, MESSAGE_ROW, rows)
-        if page is not None:
-            return page
+        filled = self._lean_reads
+        if filled is not None:
+            page = page_from_json(self.message_model, MESSAGE_ROW, rows, filled)
+            if page is not None:
+                return page
         return rebuilt_each(
             rows,
             lambda row: self.message_from_row(

@@ -114,13 +114,19 @@ def _all_kept(columns: dict[str, Any], types: dict[str, frozenset[type]]) -> boo
 
 
 def from_json(
-    model: type[R], body: str | bytes, columns: dict[str, Any], names: frozenset[str]
+    model: type[R],
+    body: str | bytes,
+    columns: dict[str, Any],
+    names: frozenset[str],
+    filled: frozenset[str] = frozenset(),
 ) -> R | None:
     """Validate ``body`` in pydantic-core, then set ``columns`` as validation would have.
 
     ``names`` is ``frozenset(columns)``; datetime columns have been through :func:`as_utc`.
-    Returns ``None`` (the caller takes the general path) when a column would not be kept
-    as it is, or the body does not validate (so errors stay those of the general path).
+    ``filled`` names fields a lean body may leave out (their defaults fill them): they are
+    added to the fields set, as a full body gives. Returns ``None`` (the caller takes the
+    general path) when a column would not be kept as it is, or the body does not validate
+    (so errors stay those of the general path).
     """
     types = _column_types(model, names)
     if types is None or not _all_kept(columns, types):
@@ -130,7 +136,7 @@ def from_json(
     except (ValidationError, RecursionError):
         return None
     record.__dict__.update(columns)
-    record.__pydantic_fields_set__.update(names)
+    record.__pydantic_fields_set__.update(names, filled)
     return record
 
 
@@ -179,13 +185,16 @@ def _validated(model: type[R], bodies: Sequence[str]) -> list[R] | None:
 
 
 def page_from_json(
-    model: type[R], names: tuple[str, ...], rows: Sequence[Sequence[Any]]
+    model: type[R],
+    names: tuple[str, ...],
+    rows: Sequence[Sequence[Any]],
+    filled: frozenset[str] = frozenset(),
 ) -> list[R] | None:
     """Rebuild a page of rows (columns in ``names`` order, then the body) at once.
 
-    As :func:`from_json` for every row, with the columns checked a column at a time and
-    the bodies validated in one pydantic-core call (one JSON array) when they are text and
-    small enough. ``None`` sends the caller the row-by-row way.
+    As :func:`from_json` for every row (``filled`` as there), with the columns checked a
+    column at a time and the bodies validated in one pydantic-core call (one JSON array)
+    when they are text and small enough. ``None`` sends the caller the row-by-row way.
     """
     keys = frozenset(names)
     types = _column_types(model, keys)
@@ -213,5 +222,5 @@ def page_from_json(
     dicts = list(map(_DICT, records))
     for name, column in zip(names, checked, strict=True):
         deque(map(operator.setitem, dicts, repeat(name), column), 0)
-    deque(map(set.update, map(_FIELDS_SET, records), repeat(keys)), 0)
+    deque(map(set.update, map(_FIELDS_SET, records), repeat(keys | filled)), 0)
     return records
