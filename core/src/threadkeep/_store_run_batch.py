@@ -198,7 +198,17 @@ class RunBatchOps(Component):
     async def _prepared_batch(
         self, chat_id: UUID, messages: Sequence[MessageInput]
     ) -> list[PreparedMessage]:
-        prepared = self._ctx.messages._prepare_batch(chat_id, messages)
+        """``append_messages``' checks and encoding of a batch (``_prepare_batch``).
+
+        A plain message (:func:`_coerced`) is copied rather than dumped and validated
+        again; any other goes through ``_coerce_message`` as before.
+        """
+        coerce = self._ctx.messages._coerce_message
+        prepare = self._ctx.records.prepare
+        prepared = [
+            prepare(_coerced(m, chat_id) or coerce(m, chat_id))
+            for m in as_items(messages, "messages")
+        ]
         await self._ctx.messages._check_compactions(chat_id, prepared)  # as append_messages does
         return _dedupe_batch(prepared)[0]
 
@@ -256,6 +266,65 @@ def _ended(current: Run, changes: dict[str, Any]) -> Run:
     if all(isinstance(key, str) for key in changes["metadata"]):
         return current.model_copy(update=changes)
     return validate_model(type(current), {**current.model_dump(), **changes})
+
+
+def _coerced(message: object, chat_id: UUID) -> Message | None:
+    """``_coerce_message`` of a plain message, as a copy; ``None`` for anything else.
+
+    ``_coerce_message`` dumps a message and validates the dump with ``chat_id`` set and
+    the store's fields reset. For a ``Message`` (not a subclass: its validators would run
+    again) without parts, tool calls, reasonings, boundary or extra fields, whose metadata
+    is plain JSON data, that gives back a copy of the message: every field already holds
+    a value of its type (``validate_assignment``), and the only nested container,
+    metadata, is copied (nothing is shared with the caller's message, as with the dump).
+    """
+    if (
+        type(message) is not Message
+        or message.parts
+        or message.tool_calls
+        or message.reasonings
+        or message.boundary is not None
+        or message.__pydantic_extra__
+    ):
+        return None
+    metadata = plain_copy(message.metadata) if message.metadata else {}
+    if metadata is NOT_PLAIN:
+        return None
+    copy = message.model_copy(update={**_RESET, "chat_id": chat_id, "metadata": metadata})
+    copy.__pydantic_fields_set__ = set(_COERCED_FIELDS)  # as validating the dump sets them
+    return copy
+
+
+_RESET = {"seq": None, "updated_at": None, "deleted_at": None, "revision": 0}
+_COERCED_FIELDS = frozenset(Message.model_fields) - {"seq", "updated_at", "deleted_at"}
+NOT_PLAIN: Any = object()
+"""What :func:`plain_copy` returns for a value a JSON round trip would not give back."""
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def plain_copy(value: Any) -> Any:
+    """A copy of ``value`` if it is plain JSON data, else :data:`NOT_PLAIN`.
+
+    Plain JSON data: dicts with string keys, lists, strings, ints, floats, booleans and
+    ``None`` (what a JSON round trip gives back equal, non-finite floats aside).
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                return NOT_PLAIN
+            copied = plain_copy(item)
+            if copied is NOT_PLAIN:
+                return NOT_PLAIN
+            out[key] = copied
+        return out
+    if kind is list:
+        items = [plain_copy(item) for item in value]
+        return NOT_PLAIN if any(item is NOT_PLAIN for item in items) else items
+    return NOT_PLAIN
 
 
 def _new_run(chat_id: UUID, run_id: str, owner: str, now: datetime, lease: timedelta) -> Run:

@@ -244,9 +244,11 @@ class StorageAgent(EventFolder):
         status, error = RunStatus.COMPLETE, None
         try:
             await context.record(StepType.INPUT.value, input={"run_id": input.run_id})
-            put = queue.put_nowait
+            append = queue.pending.append  # queue.put_nowait, inlined: it runs per delta
             async for event in self.inner.run(opened.agent_input):
-                put(event)
+                append(event)
+                if queue.waiter is not None:
+                    queue.wake()
                 yield event
         except (asyncio.CancelledError, GeneratorExit):
             status = RunStatus.INTERRUPTED

@@ -20,16 +20,26 @@ T = TypeVar("T")
 class Channel(Generic[T]):
     """An unbounded single-consumer channel: ``put_nowait`` from anywhere, ``get`` to wait."""
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_items", "waiter")
 
     def __init__(self) -> None:
         self._items: deque[T] = deque()
-        self._waiter: asyncio.Future[None] | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        """The consumer's future while it waits in :meth:`get` (read-only for others)."""
 
     def put_nowait(self, item: T) -> None:
         """Add ``item`` (never blocks) and wake the consumer if it waits."""
         self._items.append(item)
-        waiter = self._waiter
+        if self.waiter is not None:
+            self.wake()
+
+    def wake(self) -> None:
+        """Wake the consumer waiting in :meth:`get`, if any.
+
+        A producer may append to :attr:`pending` itself and call this when
+        :attr:`waiter` is set (what :meth:`put_nowait` does, one call fewer per item).
+        """
+        waiter = self.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
@@ -39,11 +49,11 @@ class Channel(Generic[T]):
         Only one task may wait at a time (the run's fold).
         """
         while not self._items:
-            self._waiter = asyncio.get_running_loop().create_future()
+            self.waiter = asyncio.get_running_loop().create_future()
             try:
-                await self._waiter
+                await self.waiter
             finally:
-                self._waiter = None
+                self.waiter = None
         return self._items.popleft()
 
     @property

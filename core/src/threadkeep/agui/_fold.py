@@ -25,6 +25,7 @@ Steps: ``STEP_STARTED`` / ``STEP_FINISHED`` track the active step (stored on mes
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 from typing import Any
 
 from ag_ui.core import (
@@ -314,27 +315,31 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
         record = state.record_for(agui_id)
         assert record is not None
         room = state.writer.store.max_message_bytes - record.streamed_bytes
+        # One pass picks the deltas of the message that come next; their size is measured
+        # on the joined text (the UTF-8 size of a concatenation is the sum of the sizes).
+        # An attribute of a pydantic model costs a few hundred instructions, so each event
+        # is read twice, not four times.
         deltas: list[str] = []
-        size = count = 0
-        timestamp = state.event_timestamp
-        while pending:
-            event = pending[0]
+        append = deltas.append
+        for event in pending:
             if type(event) is not TextMessageContentEvent or event.message_id != agui_id:
                 break
-            delta = event.delta
-            n = len(delta) if delta.isascii() else utf8_size(delta)
-            if size + n > room:
-                break  # dispatch truncates the record
-            pending.popleft()
-            count += 1
-            timestamp = event.timestamp
-            if n:
-                size += n
-                deltas.append(delta)
-        if count:
-            state.event_timestamp = timestamp
-            record.content.extend(deltas, size)
-            record.dirty = True
+            append(event.delta)
+        count = len(deltas)
+        if not count:
+            return 0
+        text = "".join(deltas)
+        size = len(text) if text.isascii() else utf8_size(text)
+        if size > room:  # dispatch truncates the record at the delta that does not fit
+            count, size = _fitting(deltas, room)
+            if not count:
+                return 0
+            text = "".join(deltas[:count])
+        state.event_timestamp = pending[count - 1].timestamp
+        _pop_left(pending, count)
+        if text:
+            record.content.extend([text], size)
+        record.dirty = True
         return count
 
     async def fold_text_chunk(self, state: FoldState, event: TextMessageChunkEvent) -> None:
@@ -368,6 +373,30 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
         if state.tool_chunk is not None and not isinstance(event, ToolCallChunkEvent):
             agui_id, state.tool_chunk = state.tool_chunk, None
             await self.end_tool_call(state, agui_id)
+
+
+def _fitting(deltas: list[str], room: int) -> tuple[int, int]:
+    """How many of ``deltas`` fit in ``room`` UTF-8 bytes, in order, and their size."""
+    size = 0
+    for count, delta in enumerate(deltas):
+        n = utf8_size(delta)
+        if size + n > room:
+            return count, size
+        size += n
+    return len(deltas), size
+
+
+def _pop_left(pending: deque[Any], count: int) -> None:
+    """Drop the first ``count`` items of ``pending`` (O(count), never O(len(pending)) more)."""
+    rest = len(pending) - count
+    if rest <= count:  # few left (the message's end, the run's): keep those
+        kept = list(islice(pending, count, None))
+        pending.clear()
+        pending.extend(kept)
+    else:
+        popleft = pending.popleft
+        for _ in range(count):
+            popleft()
 
 
 _BUFFERED_DELTA = BufferedWriter.record_delta
