@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 import threadkeep._importers._agui_load as agui_load
-from threadkeep import open_store
+from threadkeep import InvalidArgument, open_store
+from threadkeep._importers._agui_files import read_recordings, runs_of
 from threadkeep._importers.agui import import_agui
 
 SMALL, LARGE = 100, 800
@@ -90,3 +91,29 @@ async def test_memory_does_not_grow_with_the_number_of_runs(
     assert (small_messages, large_messages) == (SMALL * per_run, LARGE * per_run)
     print(f"peak {small:,} -> {large:,} bytes ({large / small:.2f}x)")
     assert large <= 1.5 * small, (small, large)
+
+
+async def test_lines_of_hundreds_of_kilobytes_import_whole(tmp_path: Path) -> None:
+    """A tool result or answer of 300 KB on one line, among ordinary lines, BOM and CRLF."""
+    big = "y" * 300_000
+    events = run_events(0)
+    events[2] = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m-0", "delta": big}
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(e) + "\r\n" for e in events).encode())
+    async with open_store(f"sqlite+aiosqlite:///{tmp_path / 'big.db'}") as store:
+        report = await import_agui(store, path, user_id="u")
+        again = await import_agui(store, path, user_id="u")
+        chat = await store.find_chat("u", "agui:big.jsonl:thread-0")
+        assert chat is not None
+        (message,) = (await store.list_messages(chat.chat_id)).items
+    assert (report.messages_created, again.messages_present) == (1, 1)
+    assert message.content == big
+
+
+def test_a_file_changed_between_the_two_reads_is_refused(tmp_path: Path) -> None:
+    path = one_big_file(tmp_path / "rec", 2)
+    runs = runs_of(read_recordings(path))
+    assert [len(run.events()) for run in runs] == [5, 5]
+    path.write_text(path.read_text() + json.dumps(run_events(9)[0]) + "\n")
+    with pytest.raises(InvalidArgument, match="changed during the import"):
+        runs[1].events()

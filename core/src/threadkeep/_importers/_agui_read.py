@@ -287,7 +287,7 @@ def _finish(
         skipped = notes.problems[:1] + skipped  # SSE blocks that do not decode: warned below
         count += len(notes.problems)
     if not found:
-        if notes.problems and not skipped:
+        if notes.problems:  # named first, as they come first in the file's reading
             skipped = notes.problems[:1]
         count += len(notes.problems)
         noun = "item" if count == 1 else "items"
