@@ -70,6 +70,9 @@ BUSY_TIMEOUT_MS = 30_000
 
 _READ_OPTION = "threadkeep_read"
 
+DRAIN_SECONDS = 30.0
+"""How long closing a store waits for its running operations to give back their connections."""
+
 _REPORTED = (asyncpg.PostgresError, SQLAlchemyError, ThreadkeepError)
 """Errors after which a connection is still in a known state."""
 
@@ -420,10 +423,10 @@ class _LiteRead:
                 db._lite_held.append(held)
                 return
             with map_native_errors():
-                await complete(held[0].close())
+                await db._let_go(held)
             return
         with contextlib.suppress(Exception):  # a connection that saw an error is closed
-            await complete(held[0].close())
+            await db._let_go(held)
         if isinstance(exc, Exception):
             with map_native_errors():
                 raise exc
@@ -452,6 +455,7 @@ class Database:
     _lite_held: list[tuple[AsyncConnection, Any]] = field(default_factory=list)
     _prepared: weakref.WeakKeyDictionary[Any, Prepared] | None = None
     sqlite_file: LiteFile | None = None
+    _closed: bool = False
 
     @classmethod
     def create(
@@ -575,6 +579,8 @@ class Database:
                     yield await enter_whole(stack, engine.begin())
                 else:
                     yield await enter_whole(stack, engine.connect())
+            if self._closed:  # an operation that outlived dispose(): see _let_go
+                await complete(self.engine.dispose())
 
     @asynccontextmanager
     async def _autocommit(self) -> AsyncIterator[tuple[AsyncConnection, Any]]:
@@ -665,7 +671,20 @@ class Database:
         if len(self._held) < self._held_max:
             self._held.append(held)
         else:
-            await held[0].close()
+            await self._let_go(held)
+
+    async def _let_go(self, held: tuple[AsyncConnection, Any]) -> None:
+        """Close a connection that is not kept; after :meth:`dispose`, close its pool too.
+
+        An operation still running when the store closed (``Store.close`` does not wait
+        for them) gives its connection back after ``dispose``: kept or pooled, it would
+        stay open, unowned, and be collected with a "non-checked-in connection" warning
+        and a live SQLite thread. After ``dispose`` nothing is kept (``_held_max`` is 0)
+        and the connection is invalidated (closed for real) before it goes back.
+        """
+        if self._closed:  # closes the driver's connection, not only the pool's handle
+            await complete(held[0].invalidate())
+        await complete(held[0].close())
 
     @asynccontextmanager
     async def sqlite_driver(
@@ -694,12 +713,12 @@ class Database:
                     yield held[1]
                 except BaseException:
                     with contextlib.suppress(Exception):
-                        await complete(held[0].close())
+                        await self._let_go(held)
                     raise
                 if len(self._lite_held) < self._held_max:
                     self._lite_held.append(held)
                 else:
-                    await complete(held[0].close())
+                    await self._let_go(held)
             finally:
                 if lock is not None:
                     lock.release()
@@ -806,11 +825,20 @@ class Database:
         return operation if self._router is None else self._router.noting(operation)
 
     async def dispose(self) -> None:
-        """Close every pooled connection (the standby's too); never raises."""
+        """Close every pooled connection (the standby's too); never raises.
+
+        Operations still running (``Store.close`` does not wait for them; writes run to
+        their end, shielded) are waited for, up to :data:`DRAIN_SECONDS`, before the pool
+        is closed: a connection given back to a closed pool would stay open, unowned, and
+        be collected with a "non-checked-in connection" warning (and a live SQLite
+        thread). What an operation checks out after that is closed when it gives it back
+        (:meth:`_let_go`).
+        """
         if self._router is not None:
             await self._router.standby.dispose()
         held, self._held = self._held + self._lite_held, []
         self._lite_held = []
+        self._closed, self._held_max = True, 0  # what comes back later is closed (_let_go)
         try:
             with map_native_errors():
                 if self.sqlite_file is not None and self.sqlite_file.moved():
@@ -818,9 +846,32 @@ class Database:
                         await _empty_stale_wal(held)
                 for conn, _ in held:
                     await conn.close()
+                await self._drain()
                 await self.engine.dispose()
         except Exception:  # noqa: BLE001 - closing must not raise (Driver.close)
             return
+
+    async def _drain(self) -> None:
+        """Wait until no pooled connection is checked out, or :data:`DRAIN_SECONDS` passed."""
+        pool = self.engine.pool
+        checked_out = getattr(pool, "checkedout", None)  # QueuePool only
+        if checked_out is None or checked_out() == 0:
+            return
+        returned = asyncio.Event()
+
+        def checkin(_dbapi_connection: Any, _record: Any) -> None:
+            returned.set()
+
+        event.listen(pool, "checkin", checkin)
+        try:
+            async with asyncio.timeout(DRAIN_SECONDS):
+                while checked_out() > 0:
+                    returned.clear()
+                    await returned.wait()
+        except TimeoutError:
+            return  # an operation that hangs must not make close() hang too
+        finally:
+            event.remove(pool, "checkin", checkin)
 
 
 class _HeldRunner:
