@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from ag_ui.core import BaseEvent, RunAgentInput
+from ag_ui.core import BaseEvent, RunAgentInput, UserMessage
 
 from threadkeep import Message, Run, Store
 from threadkeep._importers.agui import import_agui
@@ -34,6 +34,28 @@ PATHS = ["incremental", "buffered", "import"]
 """How a test folds a stream: live under each write policy, or imported from a run folder."""
 
 StreamFactory = Callable[[RunAgentInput], AsyncIterator[BaseEvent]]
+
+
+def run_input(
+    thread: str, run: str = "r-1", prompt: str = "Weather in Paris?", messages: Any = None
+) -> RunAgentInput:
+    """A ``RunAgentInput`` on ``thread`` sending ``messages``, else one prompt (``msg-1``)."""
+    return RunAgentInput(
+        thread_id=thread,
+        run_id=run,
+        messages=messages or [UserMessage(id="msg-1", content=prompt)],
+        tools=[],
+        context=[],
+        state={},
+        forwarded_props={},
+    )
+
+
+def next_turn(thread: str, run: str, history: list[dict[str, Any]], prompt: dict[str, Any]) -> Any:
+    """The next run's input: the history a client sends back, then its new prompt."""
+    return RunAgentInput.model_validate(
+        {**run_input(thread, run).model_dump(by_alias=True), "messages": [*history, prompt]}
+    )
 
 
 class Recorder:

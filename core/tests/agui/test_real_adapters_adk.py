@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ag_ui.core import RunAgentInput, UserMessage
+from ag_ui.core import RunAgentInput
 
 pytest.importorskip("ag_ui_adk", reason="ag-ui-adk (the AG-UI middleware) not installed")
 
@@ -118,16 +118,8 @@ async def adk_recorder() -> AsyncIterator[Any]:
         await adk.close()
 
 
-def request(run: str = "r-1", prompt: str = "Weather in Paris?", **extra: Any) -> RunAgentInput:
-    return RunAgentInput(
-        thread_id=THREAD,
-        run_id=run,
-        messages=extra.get("messages") or [UserMessage(id="msg-1", content=prompt)],
-        tools=[],
-        context=[],
-        state={},
-        forwarded_props={},
-    )
+def request(run: str = "r-1", prompt: str = "Weather in Paris?") -> RunAgentInput:
+    return kit.run_input(THREAD, run, prompt)
 
 
 @pytest.mark.parametrize("path", kit.PATHS)
@@ -191,9 +183,7 @@ async def test_a_second_turn_sending_the_snapshot_back_stores_only_the_new_promp
     before = await kit.history(store, THREAD)
     [snapshot] = [e for e in first if e["type"] == "MESSAGES_SNAPSHOT"]
     prompt = {"id": "msg-2", "role": "user", "content": "Thanks!"}
-    again = RunAgentInput.model_validate(
-        {**request("r-2").model_dump(by_alias=True), "messages": [*snapshot["messages"], prompt]}
-    )
+    again = kit.next_turn(THREAD, "r-2", snapshot["messages"], prompt)
     second = await kit.fold(path, store, tmp_path, rec, again)
     [answer] = kit.ids(second, "TEXT_MESSAGE_START")
     assert await kit.history(store, THREAD) == [

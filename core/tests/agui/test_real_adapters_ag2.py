@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ag_ui.core import BaseEvent, Event, RunAgentInput, UserMessage
+from ag_ui.core import BaseEvent, Event, RunAgentInput
 from pydantic import TypeAdapter
 
 pytest.importorskip("ag2.ag_ui", reason="ag2[ag-ui] (AG2's AG-UI stream) not installed")
@@ -93,15 +93,7 @@ async def ag2_recorder() -> AsyncIterator[Any]:
 
 
 def request(run: str = "r-1", messages: list[Any] | None = None) -> RunAgentInput:
-    return RunAgentInput(
-        thread_id=THREAD,
-        run_id=run,
-        messages=messages or [UserMessage(id="msg-1", content="Weather in Paris?")],
-        tools=[],
-        context=[],
-        state={},
-        forwarded_props={},
-    )
+    return kit.run_input(THREAD, run, messages=messages)
 
 
 def tool_turn() -> tuple[Any, ...]:
@@ -190,9 +182,7 @@ async def test_a_second_turn_carrying_the_history_back_stores_only_the_new_promp
     before = await kit.history(store, THREAD)
     prompt = {"id": "msg-2", "role": "user", "content": "What did I ask?"}
     back = kit.client_messages(PROMPT_MESSAGE, first)
-    again = RunAgentInput.model_validate(
-        {**request("r-2").model_dump(by_alias=True), "messages": [*back, prompt]}
-    )
+    again = kit.next_turn(THREAD, "r-2", back, prompt)
     # the server is stateless: the next turn's model sees only the history sent back (a
     # TestConfig script restarts with every run); a plain reply comes as TEXT_MESSAGE_CHUNK
     rec = ag2_recorder("You asked about the weather.")

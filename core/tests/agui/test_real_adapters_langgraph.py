@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ag_ui.core import RunAgentInput, UserMessage
+from ag_ui.core import RunAgentInput
 
 pytest.importorskip("ag_ui_langgraph", reason="ag-ui-langgraph (the AG-UI adapter) not installed")
 
@@ -120,15 +120,7 @@ def recorder(*turns: dict[str, Any]) -> Any:
 
 
 def request(run: str = "r-1", messages: list[Any] | None = None) -> RunAgentInput:
-    return RunAgentInput(
-        thread_id=THREAD,
-        run_id=run,
-        messages=messages or [UserMessage(id="msg-1", content="Weather in Paris?")],
-        tools=[],
-        context=[],
-        state={},
-        forwarded_props={},
-    )
+    return kit.run_input(THREAD, run, messages=messages)
 
 
 TOOL_TURN = {
@@ -243,9 +235,7 @@ async def test_a_second_turn_sends_the_snapshot_back_and_stores_only_the_new_pro
     before = await kit.history(store, THREAD)
     [snapshot] = [e for e in first if e["type"] == "MESSAGES_SNAPSHOT"]
     prompt = {"id": "msg-2", "role": "user", "content": "What did I ask?"}
-    again = RunAgentInput.model_validate(
-        {**request("r-2").model_dump(by_alias=True), "messages": [*snapshot["messages"], prompt]}
-    )
+    again = kit.next_turn(THREAD, "r-2", snapshot["messages"], prompt)
     await kit.fold(path, store, tmp_path, rec, again)
     assert await kit.history(store, THREAD) == [
         *before,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ag_ui.core import RunAgentInput, UserMessage
+from ag_ui.core import RunAgentInput
 
 pytest.importorskip("pydantic_ai.ui.ag_ui", reason="pydantic-ai (the AG-UI adapter) not installed")
 
@@ -56,15 +56,7 @@ SIGNATURE = '{"signature": "sig-1", "provider_name": "function"}'
 
 
 def request(run: str = "r-1", messages: list[Any] | None = None) -> RunAgentInput:
-    return RunAgentInput(
-        thread_id=THREAD,
-        run_id=run,
-        messages=messages or [UserMessage(id="msg-1", content="Weather in Paris?")],
-        tools=[],
-        context=[],
-        state={},
-        forwarded_props={},
-    )
+    return kit.run_input(THREAD, run, messages=messages)
 
 
 def answered(messages: list[ModelMessage]) -> bool:
@@ -107,11 +99,8 @@ async def thinks_then_calls_two_tools(messages: list[ModelMessage], info: AgentI
     yield {2: DeltaToolCall(name="clock", json_args="{}", tool_call_id="call_c")}
 
 
-@pytest.mark.parametrize("path", kit.PATHS)
-async def test_reasoning_parallel_tool_calls_results_and_usage(any_store, tmp_path, path):
-    events = await kit.fold(
-        path, any_store, tmp_path, recorder(thinks_then_calls_two_tools, weather, clock), request()
-    )
+def tool_turn_records(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """The records a run of :func:`thinks_then_calls_two_tools` stands for (after the prompt)."""
     [thought] = kit.ids(events, "REASONING_START")
     parent, answer = kit.ids(events, "TEXT_MESSAGE_START")
     # the tools run concurrently: their results come in the order they finish
@@ -119,22 +108,21 @@ async def test_reasoning_parallel_tool_calls_results_and_usage(any_store, tmp_pa
     assert sorted(call for _, call in results) == ["call_c", "call_w"]
     answers = {"call_w": "sunny in Paris", "call_c": "noon"}
     calls = [("call_w", "weather", '{"city": "Paris"}'), ("call_c", "clock", "{}")]
-    assert await kit.history(any_store, THREAD) == [
-        PROMPT,
-        (
-            "reasoning",
-            thought,
-            "",
-            "complete",
-            None,
-            [],
-            [("Need weather and time.", SIGNATURE)],
-            None,
-        ),
+    reasoning = [("Need weather and time.", SIGNATURE)]
+    return [
+        ("reasoning", thought, "", "complete", None, [], reasoning, None),
         ("assistant", parent, "", "complete", None, calls, [], None),
         *[("tool", mid, answers[call], "complete", call, [], [], None) for mid, call in results],
         ("assistant", answer, "It is sunny at noon.", "complete", None, [], [], None),
     ]
+
+
+@pytest.mark.parametrize("path", kit.PATHS)
+async def test_reasoning_parallel_tool_calls_results_and_usage(any_store, tmp_path, path):
+    events = await kit.fold(
+        path, any_store, tmp_path, recorder(thinks_then_calls_two_tools, weather, clock), request()
+    )
+    assert await kit.history(any_store, THREAD) == [PROMPT, *tool_turn_records(events)]
     run = await kit.run_of(any_store, THREAD, "r-1")
     usage = {"inputTokens": 100, "outputTokens": 18, "totalTokens": 118}
     assert (run.status, run.error) == (RunStatus.COMPLETE, None)
@@ -289,9 +277,7 @@ async def test_a_second_turn_carrying_the_history_back_stores_only_the_new_promp
     else:
         back = [m.model_dump(by_alias=True) for m in AGUIAdapter.dump_messages(pydantic_history())]
     prompt = {"id": "msg-2", "role": "user", "content": "And what did I ask?"}
-    second_input = RunAgentInput.model_validate(
-        {**request("r-2").model_dump(by_alias=True), "messages": [*back, prompt]}
-    )
+    second_input = kit.next_turn(THREAD, "r-2", back, prompt)
     second = await kit.fold(path, store, tmp_path, rec, second_input)
     [answer] = kit.ids(second, "TEXT_MESSAGE_START")
     reply = next(e["delta"] for e in second if e["type"] == "TEXT_MESSAGE_CONTENT")
@@ -351,34 +337,7 @@ def test_the_cli_imports_run_folders_of_the_adapter_s_sse_and_json_lines(cli, tm
             return found
 
     histories = asyncio.run(stored())
-    expected = []
-    for events in streams:
-        [thought] = kit.ids(events, "REASONING_START")
-        parent, answer = kit.ids(events, "TEXT_MESSAGE_START")
-        results = [
-            ("tool", e["messageId"], e["content"], "complete", e["toolCallId"], [], [], None)
-            for e in events
-            if e["type"] == "TOOL_CALL_RESULT"
-        ]
-        calls = [("call_w", "weather", '{"city": "Paris"}'), ("call_c", "clock", "{}")]
-        expected.append(
-            [
-                PROMPT,
-                (
-                    "reasoning",
-                    thought,
-                    "",
-                    "complete",
-                    None,
-                    [],
-                    [("Need weather and time.", SIGNATURE)],
-                    None,
-                ),
-                ("assistant", parent, "", "complete", None, calls, [], None),
-                *results,
-                ("assistant", answer, "It is sunny at noon.", "complete", None, [], [], None),
-            ]
-        )
+    expected = [[PROMPT, *tool_turn_records(events)] for events in streams]
     assert sorted(histories) == sorted(expected)
     again = cli.json("import", str(root), "--format", "agui", "--url", url, "--json")
     assert (again["chats_created"], again["messages_created"], again["messages_present"]) == (
