@@ -213,12 +213,14 @@ async def test_begin_run_copy_of_a_plain_message_equals_its_validation(
             quick = _coerced(message, chat_id)
             if quick is None:
                 continue
-            assert type(message) is Message and not message.tool_calls
+            assert type(message) is Message
+            assert not message.tool_calls
             assert quick.model_dump() == general.model_dump()
             assert quick.model_fields_set == general.model_fields_set
             assert quick.metadata is not message.metadata  # shares nothing with the caller
     plain = _coerced(_messages(_METADATA[1])[0], uuid.uuid4())
-    assert plain is not None and plain.metadata["n"] is not _METADATA[1]["n"]
+    assert plain is not None
+    assert plain.metadata["n"] is not _METADATA[1]["n"]
     assert _coerced(_messages(_METADATA[2])[0], uuid.uuid4()) is None  # a datetime value
 
 
