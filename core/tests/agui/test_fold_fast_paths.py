@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ from ag_ui.core import (
 
 from threadkeep import Message, Reasoning, Role, Run, Step, ToolCall, open_store
 from threadkeep._records import Records
-from threadkeep._store_run_batch import _check_body
+from threadkeep._store_run_batch import _check_body, _coerced
 from threadkeep.agui import StorageAgent, _state
 from threadkeep.agui._state import Record
 from threadkeep.agui._text import TextBuffer
@@ -173,3 +174,71 @@ def test_quick_body_check_refuses_what_record_body_refuses(kind: str, value: Any
 
     expected = outcome(lambda: Records.record_body(record))
     assert outcome(lambda: _check_body(Records(), record)) == expected
+
+
+_METADATA = [
+    {},
+    {"k": "v", "n": [1, 2.5, {"x": None, "t": True}]},
+    {"when": datetime(2026, 1, 2, tzinfo=UTC)},
+    {"pair": (1, 2)},
+    {"nested": {1: "int key"}},
+    {"obj": uuid.uuid4()},
+]
+
+
+class Tagged(Message):
+    """A subclass: its validators may differ, so it is always dumped and validated."""
+
+    tag: str = "t"
+
+
+def _messages(metadata: dict[str, Any]) -> list[Any]:
+    return [
+        Message(role=Role.USER, content="hi", agui_id="u1", metadata=metadata, run_id="r"),
+        Message(role=Role.ASSISTANT, content="calls", tool_calls=[ToolCall(name="f")]),
+        Message(role=Role.USER, content="extra", extra_field={"a": [1]}),
+        Tagged(role=Role.USER, content="subclass", metadata=metadata),
+        {"role": "user", "content": "a mapping"},
+    ]
+
+
+@pytest.mark.parametrize("metadata", _METADATA, ids=lambda v: repr(v)[:24])
+async def test_begin_run_copy_of_a_plain_message_equals_its_validation(
+    metadata: dict[str, Any],
+) -> None:
+    async with open_store("memory://") as store:
+        chat_id = uuid.uuid4()
+        for message in _messages(metadata):
+            general = store._ctx.messages._coerce_message(message, chat_id)
+            quick = _coerced(message, chat_id)
+            if quick is None:
+                continue
+            assert type(message) is Message
+            assert not message.tool_calls
+            assert quick.model_dump() == general.model_dump()
+            assert quick.model_fields_set == general.model_fields_set
+            assert quick.metadata is not message.metadata  # shares nothing with the caller
+    plain = _coerced(_messages(_METADATA[1])[0], uuid.uuid4())
+    assert plain is not None
+    assert plain.metadata["n"] is not _METADATA[1]["n"]
+    assert _coerced(_messages(_METADATA[2])[0], uuid.uuid4()) is None  # a datetime value
+
+
+@pytest.mark.parametrize("metadata", _METADATA, ids=lambda v: repr(v)[:24])
+async def test_stored_run_copy_equals_the_parsed_body(metadata: dict[str, Any]) -> None:
+    pytest.importorskip("threadkeep_sql")
+    from threadkeep_sql._commit import _stored_run
+
+    now = datetime.now(UTC)
+    run = Run(chat_id=uuid.uuid4(), run_id="r", owner="w", created_at=now, updated_at=now)
+    run.metadata = metadata
+    body = Records.record_body(run)
+    parsed = Records.record_from_body(Run, body, revision=3)
+    copied = _stored_run(run, 3)
+    if copied is None:  # only where the round trip gives back another value
+        assert parsed.metadata != metadata
+        return
+    assert copied == parsed
+    assert copied.model_fields_set == parsed.model_fields_set
+    assert copied.metadata is not run.metadata
+    assert all(copied.metadata[k] is not v for k, v in metadata.items() if type(v) is list)

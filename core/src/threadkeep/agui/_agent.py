@@ -96,8 +96,19 @@ class _StepChange:
 
 
 def default_owner() -> str:
-    """Return a worker id unique to this process: ``"<host>:<pid>:<random>"``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid4().hex[:8]}"
+    """Return a worker id unique to this process: ``"<host>:<pid>:<random>"``.
+
+    The host name is looked up once per process (a system call per ``StorageAgent``
+    otherwise, and ``RunManager`` builds one per run); the random part is new each time.
+    """
+    pid = os.getpid()
+    prefix = _OWNER_PREFIX.get(pid)
+    if prefix is None:  # a forked child has another pid, so it looks up its own
+        prefix = _OWNER_PREFIX[pid] = f"{socket.gethostname()}:{pid}:"
+    return prefix + uuid4().hex[:8]
+
+
+_OWNER_PREFIX: dict[int, str] = {}
 
 
 class StorageAgent(EventFolder):
