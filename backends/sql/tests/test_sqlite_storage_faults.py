@@ -109,6 +109,38 @@ async def test_a_file_replaced_under_the_store_is_not_written_or_read(tmp_path: 
         assert "else" in [c.thread_id for c in (await reopened.list_chats()).items]
 
 
+@pytest.mark.parametrize("write", ["append", "batch", "create_chat"])
+async def test_a_refused_write_after_a_move_still_leaves_the_moved_file_whole(
+    tmp_path: Path, write: str
+) -> None:
+    """Move the file away, one write refused, close: the moved file holds every message.
+
+    The refused write gives its connection back to the pool, not to the store's held
+    ones; close must still checkpoint the old file's WAL through that connection, or the
+    moved file lacks what the WAL held and the WAL left at the old path is applied to
+    the next file put there (a backup restored with ``mv`` read back as the old store).
+    """
+    path, moved, backup = tmp_path / "store.db", tmp_path / "moved.db", tmp_path / "backup.db"
+    async with SqlStore(_url(backup)) as other:
+        await other.create_chat("u", "backup-chat")
+    async with SqlStore(_url(path)) as store:
+        chat = await store.create_chat("u", "live-chat")
+        for i in range(3):
+            await store.append_message(chat.chat_id, Message(role="user", content=f"live {i}"))
+        os.rename(path, moved)
+        with pytest.raises(BackendUnavailable, match="deleted or moved away"):
+            await _writes(store, chat.chat_id)[write]()
+    wal = tmp_path / "store.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+    async with SqlStore(_url(moved)) as reopened:
+        found = await reopened.find_chat("u", "live-chat")
+        assert found is not None
+        assert await _contents(reopened, found.chat_id) == ["live 0", "live 1", "live 2"]
+    os.rename(backup, path)
+    async with SqlStore(_url(path)) as restored:
+        assert [c.thread_id for c in (await restored.list_chats()).items] == ["backup-chat"]
+
+
 def _limit_pages(monkeypatch: pytest.MonkeyPatch, pages: int) -> None:
     """Every connection the store makes from now on has ``PRAGMA max_page_count = pages``."""
     connect = engine_module._sqlite_connect

@@ -843,13 +843,31 @@ class Database:
             with map_native_errors():
                 if self.sqlite_file is not None and self.sqlite_file.moved():
                     with contextlib.suppress(Exception):  # the connections still get closed
-                        await _empty_stale_wal(held)
+                        await self._empty_stale_wal(held)
                 for conn, _ in held:
                     await conn.close()
                 await self._drain()
                 await self.engine.dispose()
         except Exception:  # noqa: BLE001 - closing must not raise (Driver.close)
             return
+
+    async def _empty_stale_wal(self, held: list[tuple[AsyncConnection, Any]]) -> None:
+        """:func:`_empty_stale_wal` on a held connection, else on one from the pool.
+
+        A write refused because the file went (``LiteFile.check``) gives its connection
+        back to the pool rather than to the held list, and that is the usual way to get
+        here (move the file, one write refused, close): the pool's idle connection still
+        has the old file open. A new connection to the path is refused (``mode=rw``, the
+        file's identity), so with no connection left to the old file nothing can be done.
+        """
+        if held:
+            await _empty_stale_wal(held)
+            return
+        taken = await self._checkout()
+        try:
+            await _empty_stale_wal([taken])
+        finally:
+            await complete(taken[0].close())
 
     async def _drain(self) -> None:
         """Wait until no pooled connection is checked out, or :data:`DRAIN_SECONDS` passed."""
