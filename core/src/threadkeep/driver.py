@@ -23,6 +23,9 @@ subclasses ``Store``. A driver package imports from here and from :mod:`threadke
   :class:`PreparedMessage` carries the fingerprint of a new one).
 - Cancellation safety for connection checkouts, ``BEGIN`` and ``COMMIT``: :func:`complete`,
   :func:`finish`, :func:`enter_whole`.
+- Copies: :func:`plain_copy` (a copy of plain JSON data, or :data:`NOT_PLAIN` for anything a
+  JSON round trip would not give back equal), for returning a record without parsing the
+  body just written.
 - Packaging: :func:`lazy_exports` (a package ``__getattr__`` that keeps heavy imports out
   of plugin loading), :func:`store_for` (a driver's ``XStore(url, **options)`` factory),
   :func:`check_key` (the object-key rule of archive drivers).
@@ -70,6 +73,7 @@ from ._plugins import lazy_exports
 from ._primitives import Primitives, chats_with_last, check_driver
 from ._records import Records, message_body, record_body, record_from_body, records_from_rows
 from ._shielding import complete, enter_whole, finish
+from ._store_run_batch import NOT_PLAIN, plain_copy
 
 __all__ = [  # noqa: RUF022 - plain sorted(), as test_driver_module.py checks
     "ArchiveDriver",
@@ -89,6 +93,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as test_driver_module.py checks
     "LoadedChat",
     "MessagesAfterDriver",
     "MigratingDriver",
+    "NOT_PLAIN",
     "NestedByAguiIdDriver",
     "NestedKind",
     "OPTIONAL_PROTOCOLS",
@@ -112,6 +117,7 @@ __all__ = [  # noqa: RUF022 - plain sorted(), as test_driver_module.py checks
     "idempotency_conflict",
     "lazy_exports",
     "message_body",
+    "plain_copy",
     "protocol_members",
     "record_body",
     "record_from_body",

@@ -18,6 +18,7 @@ from uuid import UUID
 import sqlalchemy as sa
 
 from threadkeep import Message, PreparedMessage, Run, Step
+from threadkeep.driver import NOT_PLAIN, plain_copy
 
 from ._errors import is_unique_violation
 from ._lite import run_on_thread
@@ -250,8 +251,8 @@ def _stored_run(run: Run, revision: int) -> Run | None:
         for value in (run.lease_expires_at, run.created_at, run.updated_at)
     ):
         return None
-    metadata = _json_copy(run.metadata)
-    if metadata is _NOT_PLAIN:
+    metadata = plain_copy(run.metadata)
+    if metadata is NOT_PLAIN:
         return None
     copy = run.model_copy(update={"revision": revision, "metadata": metadata})
     copy.__pydantic_fields_set__ = set(_RUN_FIELDS)  # a parsed body sets every field
@@ -259,30 +260,3 @@ def _stored_run(run: Run, revision: int) -> Run | None:
 
 
 _RUN_FIELDS = frozenset(Run.model_fields)
-_NOT_PLAIN = object()
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _json_copy(value: Any) -> Any:
-    """A copy of ``value`` if a JSON round trip gives it back equal, else ``_NOT_PLAIN``.
-
-    Dicts with string keys, lists, strings, ints, floats, booleans and ``None`` (floats
-    are finite: ``record_body`` refused the rest before this runs).
-    """
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        out = {}
-        for key, item in value.items():
-            if type(key) is not str:
-                return _NOT_PLAIN
-            copied = _json_copy(item)
-            if copied is _NOT_PLAIN:
-                return _NOT_PLAIN
-            out[key] = copied
-        return out
-    if kind is list:
-        items = [_json_copy(item) for item in value]
-        return _NOT_PLAIN if any(item is _NOT_PLAIN for item in items) else items
-    return _NOT_PLAIN
