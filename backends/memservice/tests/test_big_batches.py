@@ -155,8 +155,8 @@ async def test_a_writer_cutting_in_between_parts_makes_the_batch_start_over(
     service: MemoryService,
 ) -> None:
     """Readers never see part of the batch; the cut-in message sorts before all of it."""
-    slowed = asyncio.Event()
-    slow = FaultRule("create_events", FaultAction.SLOW, when=_nth_create(2, slowed), delay=0.3)
+    slowed, released = asyncio.Event(), asyncio.Event()
+    slow = FaultRule("create_events", FaultAction.SLOW, when=_nth_create(2, slowed), hold=released)
     async with (
         MemServiceStore("memservice://cut", service=service) as writer,
         MemServiceStore("memservice://cut", service=service) as other,
@@ -168,6 +168,7 @@ async def test_a_writer_cutting_in_between_parts_makes_the_batch_start_over(
         await slowed.wait()
         assert (await other.list_messages(chat.chat_id)).items == []  # part 1 is staged
         cut_in = await other.append_message(chat.chat_id, Message(role="user", content="first"))
+        released.set()  # part 2 goes on only now: the cut-in is in whatever the load
         stored = await task
         assert all((m.seq or 0) > (cut_in.seq or 0) for m in stored)
         everything = await other.context_messages(chat.chat_id)

@@ -103,6 +103,8 @@ class ServiceBase:
             label = rule.name or f"{rule.action} rule on {rule.operation}"
             if rule.delay:
                 await asyncio.sleep(rule.delay)
+            if rule.hold is not None:
+                await rule.hold.wait()
             if rule.action is FaultAction.FAIL:
                 raise ServiceUnavailable(
                     f"{operation}: injected failure ({label}); nothing happened"

@@ -9,6 +9,7 @@ Probabilities draw from one seeded :class:`random.Random`, so a test run is repr
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 from collections.abc import Callable, Mapping
@@ -42,6 +43,9 @@ class FaultRule:
             when it returns true.
         probability: Chance in ``[0, 1]`` that an applicable call fires the rule.
         delay: Seconds to wait before timing out (``timeout``) or before running (``slow``).
+        hold: An event the firing call waits for (after ``delay``) before it fails, times
+            out or runs: a test releases it when its interleaving is in place, which a
+            delay only makes likely.
         applied: For ``timeout``: the call takes effect before the answer is lost.
         times: Fire at most this many times (``None``: unlimited).
         name: A label for logs and test messages.
@@ -53,6 +57,7 @@ class FaultRule:
     when: ArgsPredicate | None = None
     probability: float = 1.0
     delay: float = 0.0
+    hold: asyncio.Event | None = None
     applied: bool = False
     times: int | None = None
     name: str = ""
