@@ -349,6 +349,30 @@ class ContentTests(ContractBase):
                 await store.append_message(chat.chat_id, plain.model_copy(update={"content": "x"}))
 
     @pytest.mark.asyncio
+    async def test_append_returns_the_message_model_a_read_gives(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """An append returns its message as the store's ``message_model``, equal to a read.
+
+        A plain ``Message`` appended to a store opened with a subclass reads back as that
+        subclass with its defaults; the append's result is the same object a read gives,
+        new or retried, single or batched (a driver may return a copy of the caller's object:
+        the store rebuilds it).
+        """
+        async with opened(store_factory, message_model=ContractMessage) as store:
+            chat = await store.create_chat("u-content", "t-subclass-result")
+            plain = Message(role="user", agui_id="plain-r", content="hi")
+            first = await store.append_message(chat.chat_id, plain)
+            retried = await store.append_message(chat.chat_id, plain)
+            batch = await store.append_messages(
+                chat.chat_id, [Message(role="assistant", content="a"), {"role": "user"}]
+            )
+            paged = (await store.list_messages(chat.chat_id)).items
+        assert [type(m) for m in (first, retried, *batch)] == [ContractMessage] * 4
+        assert [first, *batch] == paged
+        assert retried == paged[0]
+
+    @pytest.mark.asyncio
     async def test_parts_and_fields_round_trip(self, store: Store) -> None:
         """Every part type and message field reads back equal; an empty message too."""
         message = Message(

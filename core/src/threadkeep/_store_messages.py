@@ -31,6 +31,7 @@ from ._models import (
 )
 from ._paging import DEFAULT_PAGE_LIMIT, MessageFilter, Page, Viewer
 from ._plugins import notify_messages_committed
+from ._rows import MESSAGE_COLUMNS
 from ._store_args import as_id, as_ids, as_items, as_model, as_str
 from ._store_chats import _seq, page_of
 from ._store_core import Component
@@ -109,10 +110,50 @@ class MessageOps(Component):
         for item, (stored, created) in zip(unique, results, strict=True):
             if not created and not self._same_payload(stored, item):
                 raise IdempotencyConflict(_conflict_text(stored))
+        results = self._as_message_model(chat_id, unique, results)
         created_messages = [stored for stored, created in results if created]
         if created_messages:
             notify_messages_committed(self, chat_id, created_messages)
         return [results[i][0] for i in positions]
+
+    def _as_message_model(
+        self,
+        chat_id: UUID,
+        items: Sequence[PreparedMessage],
+        results: list[tuple[Message, bool]],
+    ) -> list[tuple[Message, bool]]:
+        """Return ``results`` with every message of the store's ``message_model`` class.
+
+        A driver may hand back the caller's own object (a copy of the ``Message`` given),
+        while a read rebuilds the stored body as ``message_model``: the append returns what
+        a read of it gives, on every driver. Nothing to do in the usual case (the input
+        is of the store's class), so the check is one type comparison per message.
+        """
+        model = self._ctx.records.message_model
+        if all(type(stored) is model for stored, _ in results):
+            return results
+        return [
+            (
+                stored if type(stored) is model else self._rebuilt(chat_id, item, stored, created),
+                created,
+            )
+            for item, (stored, created) in zip(items, results, strict=True)
+        ]
+
+    def _rebuilt(
+        self, chat_id: UUID, item: PreparedMessage, stored: Message, created: bool
+    ) -> Message:
+        """``stored`` rebuilt as a read rebuilds it: from the body just written when new."""
+        body = item.body if created else stored.model_dump_json(exclude=set(MESSAGE_COLUMNS))
+        return self._ctx.records.message_from_row(
+            body,
+            chat_id=chat_id,
+            seq=stored.seq or 0,
+            revision=stored.revision,
+            created_at=stored.created_at,
+            updated_at=stored.updated_at,
+            deleted_at=stored.deleted_at,
+        )
 
     async def _check_compactions(self, chat_id: UUID, prepared: list[PreparedMessage]) -> None:
         """Hold compaction boundaries in the batch to ``compact``'s rules (no-op without one).
