@@ -1,0 +1,189 @@
+"""``ThreadkeepConversationStore`` against Pydantic AI's ``InMemoryConversationStore``.
+
+The same script of ``ConversationStore`` calls (save, load with limits and scopes, stale and
+unloaded saves, branch by count and back to a left branch's entry, fork, list by scope and
+limit, delete, re-create) runs on Pydantic AI's reference store and on threadkeep's, on
+SQLite, PostgreSQL and MongoDB, and every observation must be equal: the messages, usage and
+scope of what loads, the entries' messages and links (entry ids are minted at random by the
+shared base class, so links are compared by position), the branches left, the exception types.
+Then concurrent saves of one loaded conversation (exactly one wins) and a real agent run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.conversation import Conversation
+from pydantic_ai.conversation_store import (
+    ConversationConflict,
+    ConversationEntry,
+    ConversationStore,
+    InMemoryConversationStore,
+)
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RunUsage
+
+from threadkeep import Role
+from threadkeep.integrations.pydantic_ai import ThreadkeepConversationStore
+
+
+def _turn(i: int) -> list[Any]:
+    return [
+        ModelRequest(parts=[UserPromptPart(f"question {i} ünï")]),
+        ModelResponse(parts=[TextPart(f"answer {i}")]),
+    ]
+
+
+TURNS = [_turn(i) for i in range(4)]
+
+
+def _shape(entries: list[ConversationEntry] | None) -> Any:
+    """Entries as (message, index of the parent in the list or 'outside'/None)."""
+    if entries is None:
+        return None
+    index = {entry.id: i for i, entry in enumerate(entries)}
+    return [
+        (e.message, None if e.parent_id is None else index.get(e.parent_id, "outside"))
+        for e in entries
+    ]
+
+
+async def _outcome(call: Any) -> Any:
+    try:
+        return ("ok", await call)
+    except (ConversationConflict, UserError, KeyError) as error:  # the type is the observation
+        return ("raised", type(error).__name__)
+
+
+async def _script(store: ConversationStore) -> list[Any]:
+    seen: list[Any] = []
+    first = Conversation(conversation_id="c1", messages=[*TURNS[0]], usage=RunUsage(requests=1))
+    seen.append(_shape(await store.save(first, scope="ann")))
+    loaded = await store.load("c1")
+    assert loaded is not None
+    seen.append((loaded.messages, loaded.usage, loaded.conversation_id))
+    stale = await store.load("c1")
+    loaded.messages.extend(TURNS[1])
+    seen.append(_shape(await store.save(loaded)))
+    assert stale is not None
+    stale.messages.extend(TURNS[2])
+    seen.append(await _outcome(store.save(stale)))  # saved since it was loaded
+    seen.append(await _outcome(store.save(Conversation(conversation_id="c1"))))  # not loaded
+    seen.append(_shape(await store.load_entries("c1")))
+    seen.append(_shape(await store.load_entries("c1", limit=3)))
+    seen.append(await store.load("c1", scope="bob"))
+    seen.append(await _outcome(store.load("c1", limit=-1)))
+    # Branch back to two messages, continue there, then back to the left branch's tip.
+    current = await store.load("c1")
+    assert current is not None
+    branched = await store.branch("c1", at=2, expected_revision=current.revision)
+    seen.append(branched.messages)
+    branched.messages.extend(TURNS[3])
+    seen.append(_shape(await store.save(branched)))
+    record = await store.read_record("c1")
+    assert record is not None
+    seen.append(len(record.branches))
+    old_tip = (await store.read_history(record.branches[-1]))[-1]
+    back = await store.branch("c1", from_entry=old_tip.id, expected_revision=record.revision)
+    seen.append(back.messages)
+    seen.append(await _outcome(store.branch("c1", at=99, expected_revision=back.revision)))
+    # Fork at three messages: shares the entries, continues on its own.
+    fork = await store.fork("c1", at=3, new_conversation_id="f1", scope="bob")
+    seen.append((fork.messages, fork.usage))
+    fork.messages.append(TURNS[2][0])
+    seen.append(_shape(await store.save(fork)))
+    seen.append(await _outcome(store.fork("c1", new_conversation_id="f1")))  # exists
+    listed = await store.list_conversations()
+    seen.append([(r.conversation_id, r.scope, r.forked_from) for r in listed])
+    seen.append([r.conversation_id for r in await store.list_conversations(scope="bob")])
+    seen.append([r.conversation_id for r in await store.list_conversations(limit=1)])
+    # Delete: gone for load and list; the fork still loads; the id can be used again.
+    await store.delete("c1", scope="bob")  # another scope: left as it is
+    seen.append((await store.load("c1")) is not None)
+    await store.delete("c1")
+    seen.append(await store.load("c1"))
+    forked = await store.load("f1")
+    assert forked is not None
+    seen.append(forked.messages)
+    seen.append(_shape(await store.save(Conversation(conversation_id="c1", messages=TURNS[3]))))
+    again = await store.load("c1")
+    assert again is not None
+    seen.append((again.messages, again.usage))
+    seen.append(await _outcome(store.delete_record("c1", expected_revision="not-it")))
+    return seen
+
+
+async def test_the_script_observes_the_same_on_threadkeep_as_on_the_reference(backend) -> None:
+    expected = await _script(InMemoryConversationStore())
+    async with backend.store() as tk:
+        got = await _script(ThreadkeepConversationStore(tk))
+    for step, (want, have) in enumerate(zip(expected, got, strict=True)):
+        assert have == want, f"step {step}"
+
+
+async def test_of_concurrent_saves_of_one_loaded_conversation_exactly_one_wins(backend) -> None:
+    with backend.sync_store() as tk:
+        store = ThreadkeepConversationStore(tk)
+        await store.save(Conversation(conversation_id="c", messages=[*TURNS[0]]))
+        for round_ in range(4):
+            copies = [await store.load("c") for _ in range(3)]
+            for i, copy in enumerate(copies):
+                assert copy is not None
+                copy.messages.append(ModelRequest(parts=[UserPromptPart(f"r{round_} w{i}")]))
+            results = await asyncio.gather(
+                *(store.save(c) for c in copies if c is not None), return_exceptions=True
+            )
+            errors = [r for r in results if isinstance(r, BaseException)]
+            assert len(errors) == 2, results
+            assert all(isinstance(e, ConversationConflict) for e in errors)
+        final = await store.load("c")
+        assert final is not None
+        assert len(final.messages) == 2 + 4
+
+
+async def test_a_new_conversation_saved_twice_at_once_is_created_once(backend) -> None:
+    with backend.sync_store() as tk:
+        store = ThreadkeepConversationStore(tk)
+        results = await asyncio.gather(
+            *(store.save(Conversation(conversation_id="new", messages=TURNS[i])) for i in range(3)),
+            return_exceptions=True,
+        )
+        assert sum(not isinstance(r, BaseException) for r in results) == 1, results
+        assert len(await store.list_conversations()) == 1
+
+
+async def test_an_agent_run_continues_a_stored_conversation_across_stores(backend) -> None:
+    agent = Agent(TestModel(custom_output_text="noted"))
+    with backend.sync_store() as tk:
+        store = ThreadkeepConversationStore(tk)
+        conversation = await store.load("chat") or Conversation(conversation_id="chat")
+        await store.save(await agent.run("first", conversation=conversation))
+    with backend.sync_store() as tk:  # a new process, as far as the store goes
+        store = ThreadkeepConversationStore(tk)
+        conversation = await store.load("chat")
+        assert conversation is not None
+        result = await agent.run("second", conversation=conversation)
+        await store.save(result)
+        final = await store.load("chat")
+        assert final is not None
+        assert final.messages == result.all_messages()
+        assert final.usage == result.conversation.usage
+        # Readable through the plain threadkeep API: one chat of entries, typed by role.
+        entries = await asyncio.to_thread(tk.find_chat, "pydantic-ai", "pydantic-ai/entries")
+        assert entries is not None
+        page = await asyncio.to_thread(tk.list_messages, entries.chat_id)
+        assert [m.role for m in page.items] == [Role.USER, Role.ASSISTANT] * 2
+
+
+def test_an_empty_user_id_or_namespace_is_refused() -> None:
+    from threadkeep import InvalidArgument
+
+    with pytest.raises(InvalidArgument):
+        ThreadkeepConversationStore("sqlite+aiosqlite:///:memory:", user_id="")
+    with pytest.raises(InvalidArgument):
+        ThreadkeepConversationStore("sqlite+aiosqlite:///:memory:", namespace="")
