@@ -12,14 +12,17 @@ Then concurrent saves of one loaded conversation (exactly one wins) and a real a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 from pydantic_ai import Agent
 from pydantic_ai.conversation import Conversation
 from pydantic_ai.conversation_store import (
     ConversationConflict,
     ConversationEntry,
+    ConversationRecord,
     ConversationStore,
     InMemoryConversationStore,
 )
@@ -187,3 +190,45 @@ def test_an_empty_user_id_or_namespace_is_refused() -> None:
         ThreadkeepConversationStore("sqlite+aiosqlite:///:memory:", user_id="")
     with pytest.raises(InvalidArgument):
         ThreadkeepConversationStore("sqlite+aiosqlite:///:memory:", namespace="")
+
+
+async def test_a_losing_record_not_yet_taken_back_is_never_the_record(backend) -> None:
+    """A save that lost but has not yet taken its record back (crashed, or a reader came in
+    between) is ignored by readers, and a save built on it loses too."""
+    with backend.sync_store() as tk:
+        store = ThreadkeepConversationStore(tk)
+        await store.save(Conversation(conversation_id="c", messages=[*TURNS[0]]))
+        base = await store.read_record("c")
+        winner = await store.load("c")
+        assert base is not None
+        assert winner is not None
+        winner.messages.extend(TURNS[1])
+        await store.save(winner)
+        # A second save from `base` that stored its record and stopped there.
+        chat = await asyncio.to_thread(tk.find_chat, "pydantic-ai", "pydantic-ai/conversation/c")
+        assert chat is not None
+        loser = dataclasses.replace(base, revision="loser-revision")
+        await asyncio.to_thread(
+            tk.append_message,
+            chat.chat_id,
+            {
+                "role": Role.SYSTEM,
+                "content": TypeAdapter(ConversationRecord).dump_json(loser).decode(),
+                "metadata": {"based_on": base.revision},
+            },
+        )
+        current = await store.read_record("c")
+        assert current is not None
+        assert current.revision == winner.revision
+        on_loser = Conversation(conversation_id="c", messages=[*TURNS[0]], revision=loser.revision)
+        on_loser.messages.extend(TURNS[2])
+        with pytest.raises(ConversationConflict):
+            await store.save(on_loser)
+        reloaded = await store.load("c")
+        assert reloaded is not None
+        assert reloaded.messages == [*TURNS[0], *TURNS[1]]
+        reloaded.messages.extend(TURNS[3])
+        await store.save(reloaded)  # the winner's line goes on
+        final = await store.load("c")
+        assert final is not None
+        assert final.messages == [*TURNS[0], *TURNS[1], *TURNS[3]]

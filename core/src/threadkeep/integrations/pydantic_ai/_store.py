@@ -41,6 +41,9 @@ from .._backend import StoreHandle, StoreSource
 
 __all__ = ["CHANNEL", "ThreadkeepConversationStore"]
 
+_BASED_ON = "based_on"
+"""Metadata key of a record message: the revision its save expected (``None``: a new one)."""
+
 CHANNEL = "pydantic-ai-conversations"
 """The channel of the chats a :class:`ThreadkeepConversationStore` keeps."""
 
@@ -119,11 +122,7 @@ class ThreadkeepConversationStore(ConversationStore):
         """Return the conversation's newest record, or ``None`` if the store has none."""
 
         async def read(store: Store) -> ConversationRecord | None:
-            chat = await store.find_chat(self._user_id, self._thread(conversation_id))
-            if chat is None:
-                return None
-            page = await store.list_messages(chat.chat_id, limit=1)
-            return _record_of(page.items[-1]) if page.items else None
+            return await self._current(store, conversation_id)
 
         return await self._handle.run(read)
 
@@ -184,7 +183,7 @@ class ThreadkeepConversationStore(ConversationStore):
                 and await store.get_message_by_agui_id(entries.chat_id, head) is None
             ):
                 raise ConversationConflict(record.conversation_id)
-            if await self._current_revision(store, record.conversation_id) != expected_revision:
+            if _revision(await self._current(store, record.conversation_id)) != expected_revision:
                 raise ConversationConflict(record.conversation_id)
             if new_entries:
                 await store.append_messages(
@@ -199,10 +198,15 @@ class ThreadkeepConversationStore(ConversationStore):
             )
             (mine,) = await store.append_messages(
                 chat.chat_id,
-                [{"role": Role.SYSTEM, "content": _RECORDS.dump_json(record).decode()}],
+                [
+                    {
+                        "role": Role.SYSTEM,
+                        "content": _RECORDS.dump_json(record).decode(),
+                        "metadata": {_BASED_ON: expected_revision},
+                    }
+                ],
             )
-            before = await _record_before(store, chat.chat_id, mine.seq or 0)
-            if (before.revision if before is not None else None) != expected_revision:
+            if mine.message_id not in {m.message_id for m in await _accepted(store, chat.chat_id)}:
                 # Another save landed first: take this record back (its entries stay, unused).
                 await store.delete_messages(chat.chat_id, [mine.message_id])
                 raise ConversationConflict(record.conversation_id)
@@ -223,8 +227,8 @@ class ThreadkeepConversationStore(ConversationStore):
             chat = await store.find_chat(self._user_id, self._thread(conversation_id))
             if chat is None:
                 raise ConversationConflict(conversation_id)
-            page = await store.list_messages(chat.chat_id, limit=1)
-            if not page.items or _record_of(page.items[-1]).revision != expected_revision:
+            accepted = await _accepted(store, chat.chat_id)
+            if not accepted or _record_of(accepted[-1]).revision != expected_revision:
                 raise ConversationConflict(conversation_id)
             await store.delete_chat(chat.chat_id)
 
@@ -247,26 +251,39 @@ class ThreadkeepConversationStore(ConversationStore):
 
         return await self._handle.run(read)
 
-    async def _current_revision(self, store: Store, conversation_id: str) -> str | None:
+    async def _current(self, store: Store, conversation_id: str) -> ConversationRecord | None:
+        """The conversation's record: the newest accepted one (:func:`_accepted`)."""
         chat = await store.find_chat(self._user_id, self._thread(conversation_id))
         if chat is None:
             return None
-        page = await store.list_messages(chat.chat_id, limit=1)
-        return _record_of(page.items[-1]).revision if page.items else None
+        accepted = await _accepted(store, chat.chat_id)
+        return _record_of(accepted[-1]) if accepted else None
 
 
 def _role(entry: ConversationEntry) -> Role:
     return Role.USER if isinstance(entry.message, ModelRequest) else Role.ASSISTANT
 
 
-async def _record_before(store: Store, chat_id: UUID, seq: int) -> ConversationRecord | None:
-    """The record stored just before the message at ``seq`` (walking back from the newest)."""
-    cursor: str | None = None
-    while True:
-        page = await store.list_messages(chat_id, limit=MAX_PAGE_LIMIT, cursor=cursor)
-        for message in reversed(page.items):
-            if (message.seq or 0) < seq:
-                return _record_of(message)
-        if not page.has_more:
-            return None
-        cursor = page.next_cursor
+def _revision(record: ConversationRecord | None) -> str | None:
+    return record.revision if record is not None else None
+
+
+async def _accepted(store: Store, chat_id: UUID) -> list[Message]:
+    """The record messages of the conversation that won their save, oldest first.
+
+    Each record message names the revision its save expected (:data:`_BASED_ON`). A record is
+    accepted when that is the revision of the accepted record before it (``None`` for the
+    first), so of saves expecting one revision, the first stored wins, and a save built on a
+    record that lost (read in the instant before it was taken back) loses too. Only the newest
+    page (200 records) is read: its oldest record is taken as accepted when older ones exist
+    (a losing record is taken back at once, so one that old is a winner).
+    """
+    page = await store.list_messages(chat_id, limit=MAX_PAGE_LIMIT)
+    accepted: list[Message] = []
+    last: str | None = None
+    for index, message in enumerate(page.items):
+        based_on = (message.metadata or {}).get(_BASED_ON)
+        if based_on == last or (index == 0 and page.has_more):
+            accepted.append(message)
+            last = _record_of(message).revision
+    return accepted
