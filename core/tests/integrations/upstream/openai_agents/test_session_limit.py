@@ -26,8 +26,9 @@
 # Changes from the original (the tests themselves are unchanged):
 # - `SQLiteSession` is imported from tk_swap_openai_agents (a ThreadkeepSession with
 #   SQLiteSession's constructor) instead of from `agents`;
-# - `run_agent_async` and `get_text_message` are imported from tk_swap_openai_agents
-#   (unchanged copies) instead of from `tests.memory.test_session` and `tests.test_responses`.
+# - `run_agent_async` is imported from `test_session` (the copy beside this file) instead of
+#   from `tests.memory.test_session`, and `get_text_message` from tk_swap_openai_agents (an
+#   unchanged copy) instead of from `tests.test_responses`.
 # The tests of SQLiteSession's own machinery are skipped by name in conftest.py, each with
 # its reason; every test runs on SQLite and on PostgreSQL (conftest.py, upstream_location).
 # ruff: noqa
@@ -44,7 +45,8 @@ from agents import Agent, RunConfig
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 from agents.testing import ScriptedModel
-from tk_swap_openai_agents import SQLiteSession, get_text_message, run_agent_async
+from test_session import run_agent_async
+from tk_swap_openai_agents import SQLiteSession, get_text_message
 
 
 @pytest.mark.parametrize("runner_method", ["run", "run_sync", "run_streamed"])

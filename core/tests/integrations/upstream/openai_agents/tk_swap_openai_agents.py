@@ -5,18 +5,16 @@ here that constructor gives a :class:`~threadkeep.integrations.openai_agents.Thr
 on the store of the current test's location (SQLite or PostgreSQL, see the conftest): the same
 ``db_path`` gives the same store (sessions sharing a database file share a store), and
 ``":memory:"`` a store of its own, as each in-memory ``SQLiteSession`` has its own database.
-``get_text_message`` and ``run_agent_async`` are the upstream test helpers (MIT License,
-Copyright (c) 2025 OpenAI), copied from ``tests/test_responses.py`` and
-``tests/memory/test_session.py`` of openai-agents 0.24.0.
+``get_text_message`` is the upstream test helper (MIT License, Copyright (c) 2025 OpenAI),
+copied unchanged from ``tests/test_responses.py`` of openai-agents 0.24.0.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Callable
 
-from agents import Runner, SessionSettings, set_tracing_disabled
+from agents import SessionSettings, set_tracing_disabled
 from openai.types.responses import ResponseOutputItem, ResponseOutputMessage, ResponseOutputText
 
 from threadkeep.integrations.openai_agents import ThreadkeepSession
@@ -86,7 +84,7 @@ OUT_OF_SCOPE = {
 }
 
 
-# -- upstream helpers, unchanged ------------------------------------------------------------
+# -- the upstream helper, unchanged ------------------------------------------------------------
 
 
 def get_text_message(content: str) -> ResponseOutputItem:
@@ -97,39 +95,3 @@ def get_text_message(content: str) -> ResponseOutputItem:
         content=[ResponseOutputText(text=content, type="output_text", annotations=[], logprobs=[])],
         status="completed",
     )
-
-
-def _run_sync_wrapper(agent, input_data, **kwargs):
-    """Wrapper for run_sync that properly sets up an event loop."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        return Runner.run_sync(agent, input_data, **kwargs)
-    finally:
-        loop.close()
-
-
-async def run_agent_async(runner_method: str, agent, input_data, **kwargs):
-    """Helper function to run agent with different methods."""
-    if runner_method == "run":
-        return await Runner.run(agent, input_data, **kwargs)
-    elif runner_method == "run_sync":  # noqa: RET505  (upstream code, unchanged)
-        # For run_sync, we need to run it in a thread with its own event loop
-        return await asyncio.to_thread(_run_sync_wrapper, agent, input_data, **kwargs)
-    elif runner_method == "run_streamed":
-        result = Runner.run_streamed(agent, input_data, **kwargs)
-        # For streaming, we first try to get at least one event to trigger any early exceptions
-        # If there's an exception in setup (like memory validation), it will be raised here
-        try:
-            first_event = None
-            async for event in result.stream_events():
-                if first_event is None:
-                    first_event = event
-                # Continue consuming all events
-                pass  # noqa: PIE790  (upstream code, unchanged)
-        except Exception:
-            # If an exception occurs during streaming, we let it propagate up
-            raise
-        return result
-    else:
-        raise ValueError(f"Unknown runner method: {runner_method}")
