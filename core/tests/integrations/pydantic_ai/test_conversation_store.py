@@ -26,9 +26,21 @@ from pydantic_ai.conversation_store import (
     ConversationStore,
     InMemoryConversationStore,
 )
-from pydantic_ai.exceptions import UserError
-from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.exceptions import CallDeferred, UserError
+from pydantic_ai.messages import (
+    BinaryContent,
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.tools import DeferredToolRequests
 from pydantic_ai.usage import RunUsage
 
 from threadkeep import Role
@@ -232,3 +244,68 @@ async def test_a_losing_record_not_yet_taken_back_is_never_the_record(backend) -
         final = await store.load("c")
         assert final is not None
         assert final.messages == [*TURNS[0], *TURNS[1], *TURNS[3]]
+
+
+def _refund_agent() -> Agent[None, str | DeferredToolRequests]:
+    """An agent whose first run pauses on a call needing approval and one run elsewhere."""
+
+    def llm(messages: list[ModelMessage], _info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("refund", {"amount": 10}, tool_call_id="refund-1"),
+                    ToolCallPart("look_up_order", {}, tool_call_id="lookup-1"),
+                ]
+            )
+        return ModelResponse(parts=[TextPart("Refunded order 42.")])
+
+    agent = Agent(FunctionModel(llm), output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def refund(amount: int) -> str:
+        return f"refunded {amount}"
+
+    @agent.tool_plain
+    def look_up_order() -> str:
+        raise CallDeferred(metadata={"queue": "orders"})
+
+    return agent
+
+
+async def test_a_paused_conversation_resumes_from_the_store_alone(backend) -> None:
+    agent = _refund_agent()
+    with backend.sync_store() as tk:
+        store = ThreadkeepConversationStore(tk)
+        paused = await agent.run("Refund my order.")
+        assert isinstance(paused.output, DeferredToolRequests)
+        await store.save(paused)
+        conversation = await store.load(paused.conversation.conversation_id)
+        assert conversation is not None
+        assert conversation.deferred_tool_requests == paused.output
+        results = paused.output.build_results(approve_all=True, calls={"lookup-1": "order 42"})
+        resumed = await agent.run(conversation=conversation, deferred_tool_results=results)
+        assert resumed.output == "Refunded order 42."
+        await store.save(resumed)
+        final = await store.load(paused.conversation.conversation_id)
+        assert final is not None
+        assert final.deferred_tool_requests is None
+        assert final.messages == resumed.all_messages()
+
+
+async def test_bytes_keep_the_fidelity_of_the_messages_adapter(backend) -> None:
+    image = BinaryContent(data=bytes([0x89, 0xFF, 0x00, 0x10]), media_type="image/png")
+    messages: list[ModelMessage] = [
+        ModelRequest(
+            parts=[
+                ToolReturnPart("read_file", bytes([0xFF, 0xFE]), tool_call_id="c1"),
+                UserPromptPart(content=["What is in this image?", image]),
+            ]
+        )
+    ]
+    expected = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(messages))
+    with backend.sync_store() as tk:
+        store = ThreadkeepConversationStore(tk)
+        await store.save(Conversation(conversation_id="bytes", messages=messages))
+        loaded = await store.load("bytes")
+        assert loaded is not None
+        assert loaded.messages == expected

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict
 from pydantic_ai.conversation_store import (
     ConversationConflict,
     ConversationEntry,
@@ -47,7 +47,16 @@ _BASED_ON = "based_on"
 CHANNEL = "pydantic-ai-conversations"
 """The channel of the chats a :class:`ThreadkeepConversationStore` keeps."""
 
-_RECORDS = TypeAdapter(ConversationRecord)
+
+class _Envelope(BaseModel):
+    """A record, serialised with bytes as base64 (Pydantic AI's own message adapter's rule)."""
+
+    model_config = ConfigDict(ser_json_bytes="base64", val_json_bytes="base64")
+    record: ConversationRecord
+
+
+def _record_json(record: ConversationRecord) -> str:
+    return json.dumps(_Envelope(record=record).model_dump(mode="json")["record"])
 
 
 def _entry_json(entry: ConversationEntry) -> str:
@@ -59,12 +68,12 @@ def _entry_json(entry: ConversationEntry) -> str:
 
 def _entry_of(message: Message) -> ConversationEntry:
     data = json.loads(message.content or "{}")
-    (model_message,) = ModelMessagesTypeAdapter.validate_python([data["message"]])
+    (model_message,) = ModelMessagesTypeAdapter.validate_json(json.dumps([data["message"]]))
     return ConversationEntry(id=data["id"], parent_id=data["parent_id"], message=model_message)
 
 
 def _record_of(message: Message) -> ConversationRecord:
-    return _RECORDS.validate_json(message.content or "")
+    return _Envelope.model_validate({"record": json.loads(message.content or "{}")}).record
 
 
 class ThreadkeepConversationStore(ConversationStore):
@@ -130,7 +139,7 @@ class ThreadkeepConversationStore(ConversationStore):
     async def read_records(
         self, *, scope: str | None = None, limit: int | None = None
     ) -> Sequence[ConversationRecord]:
-        """Return the records (of ``scope`` if given), newest ``updated_at`` first, ``limit`` most.
+        """Return the records (of ``scope`` if given), newest ``updated_at`` first, up to ``limit``.
 
         Reads the newest message of every conversation chat, 200 chats a page.
         """
@@ -201,7 +210,7 @@ class ThreadkeepConversationStore(ConversationStore):
                 [
                     {
                         "role": Role.SYSTEM,
-                        "content": _RECORDS.dump_json(record).decode(),
+                        "content": _record_json(record),
                         "metadata": {_BASED_ON: expected_revision},
                     }
                 ],
