@@ -260,6 +260,34 @@ class ThreadkeepConversationStore(ConversationStore):
 
         return await self._handle.run(read)
 
+    @override
+    async def read_history(
+        self, head_id: str | None, *, limit: int | None = None
+    ) -> list[ConversationEntry]:
+        """Return the entries from the first up to ``head_id``, in order (the last ``limit``).
+
+        One store call for the whole walk (an indexed lookup per entry) instead of one per entry.
+
+        Raises:
+            KeyError: If an entry of the walk is not in the store (a ``LookupError``).
+        """
+
+        async def walk(store: Store) -> list[ConversationEntry]:
+            chat = await self._entries_chat(store)
+            entries: list[ConversationEntry] = []
+            entry_id = head_id
+            while entry_id is not None and (limit is None or len(entries) < limit):
+                message = await store.get_message_by_agui_id(chat.chat_id, entry_id)
+                if message is None:
+                    raise KeyError(entry_id)
+                entry = _entry_of(message)
+                entries.append(entry)
+                entry_id = entry.parent_id
+            entries.reverse()
+            return entries
+
+        return await self._handle.run(walk)
+
     async def _current(self, store: Store, conversation_id: str) -> ConversationRecord | None:
         """The conversation's record: the newest accepted one (:func:`_accepted`)."""
         chat = await store.find_chat(self._user_id, self._thread(conversation_id))
