@@ -33,7 +33,8 @@ HERE = Path(__file__).parent
 # the default run (`pytest`, the configured testpaths) leaves them out and CI runs each folder
 # in a phase of its own (.ci/run): a folder is collected only when it, or a path inside it,
 # is named on the command line.
-FRAMEWORK_FOLDERS = frozenset({"openai_agents", "langchain", "pydantic_ai", "adk"})
+# `upstream` holds copies of the frameworks' own test files (upstream/conftest.py).
+FRAMEWORK_FOLDERS = frozenset({"openai_agents", "langchain", "pydantic_ai", "adk", "upstream"})
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
