@@ -1,8 +1,10 @@
 """Fixtures for the SQL driver's tests: SQLite files and throwaway PostgreSQL schemas.
 
 PostgreSQL tests use ``THREADKEEP_TEST_POSTGRES_URL``; each test gets a fresh schema that is
-created before and dropped after it. Without the variable they skip with a reason, unless
-``THREADKEEP_REQUIRE_SERVICES=1``, where a missing server is a failure.
+created before and dropped after it (the contract suite's schemas come from a
+:class:`~pg_pool.SchemaPool`: migrated once, then emptied and checked between tests). Without
+the variable they skip with a reason, unless ``THREADKEEP_REQUIRE_SERVICES=1``, where a
+missing server is a failure.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from sqlalchemy.engine import make_url
 
 from threadkeep_contract_tests import require_service
 from threadkeep_sql import SqlStore
+
+from .pg_pool import SchemaPool
 
 POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"
 # Variants of the PostgreSQL contract suite (.ci/run runs each as its own phase):
@@ -105,10 +109,51 @@ def pooled_database() -> Iterator[str | None]:
     asyncio.run(_admin(url, f'DROP DATABASE "{name}" WITH (FORCE)'))
 
 
-@pytest.fixture
-async def pg_target(pooled_database: str | None) -> AsyncIterator[PgTarget]:
-    """A fresh, empty place for a PostgreSQL store, in the variant the environment names."""
+@pytest.fixture(scope="session")
+def pg_schema_pool() -> Iterator[SchemaPool | None]:
+    """The session's pool of contract-test schemas (:mod:`pg_pool`), or ``None``.
+
+    ``None`` without a server (``pg_target`` then skips or fails), through a pooler (one
+    shared database instead), and with a standby: a standby that has not replayed a
+    schema's emptying yet would show the previous test's rows, where a new schema is
+    simply missing until replayed.
+    """
+    if (
+        not os.environ.get(POSTGRES_ENV)
+        or os.environ.get(POOLER_URL_ENV)
+        or os.environ.get(READ_URL_ENV)
+    ):
+        yield None
+        return
     url = postgres_url()
+    options = _variant_options()
+
+    async def migrate(schema: str) -> None:
+        store = SqlStore(url, schema=schema, **options)
+        await store.open()
+        await store.close()
+
+    pool = SchemaPool(asyncpg_dsn(url), "tk_sql_test", migrate)
+    yield pool
+    asyncio.run(pool.close())
+
+
+@pytest.fixture
+async def pg_target(
+    pooled_database: str | None, pg_schema_pool: SchemaPool | None
+) -> AsyncIterator[PgTarget]:
+    """A fresh, empty place for a PostgreSQL store, in the variant the environment names.
+
+    From the schema pool when there is one: a schema at the head with no rows (or, the first
+    time, an empty schema the test's own store migrates), emptied or dropped afterwards.
+    """
+    url = postgres_url()
+    if pg_schema_pool is not None:
+        schema = await pg_schema_pool.take()
+        options = {"schema": schema, **_variant_options()}
+        yield PgTarget(url=url, options=options, dsn=asyncpg_dsn(url), search_path=schema)
+        await pg_schema_pool.give_back(schema)
+        return
     if pooled_database is not None:
         await _admin(url, "DROP SCHEMA public CASCADE; CREATE SCHEMA public", pooled_database)
         direct = make_url(url).set(database=pooled_database)
