@@ -2,9 +2,9 @@
 
 PostgreSQL tests use ``THREADKEEP_TEST_POSTGRES_URL``; each test gets a fresh schema that is
 created before and dropped after it (the contract suite's schemas come from a
-:class:`~pg_pool.SchemaPool`: migrated once, then emptied and checked between tests). Without
-the variable they skip with a reason, unless ``THREADKEEP_REQUIRE_SERVICES=1``, where a
-missing server is a failure.
+``threadkeep_sql.testing.SchemaPool``: migrated once, then emptied and checked between
+tests). Without the variable they skip with a reason, unless ``THREADKEEP_REQUIRE_SERVICES=1``,
+where a missing server is a failure.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from sqlalchemy.engine import make_url
 
 from threadkeep_contract_tests import require_service
 from threadkeep_sql import SqlStore
-
-from .pg_pool import SchemaPool
+from threadkeep_sql.testing import SchemaPool
 
 POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"
 # Variants of the PostgreSQL contract suite (.ci/run runs each as its own phase):
@@ -148,7 +147,7 @@ def copy_sqlite_template(template: Path, target: Path) -> str:
 
 @pytest.fixture(scope="session")
 def pg_schema_pool() -> Iterator[SchemaPool | None]:
-    """The session's pool of contract-test schemas (:mod:`pg_pool`), or ``None``.
+    """The session's pool of contract-test schemas (``threadkeep_sql.testing``), or ``None``.
 
     ``None`` without a server (``pg_target`` then skips or fails), through a pooler (one
     shared database instead), and with a standby: a standby that has not replayed a
@@ -162,15 +161,7 @@ def pg_schema_pool() -> Iterator[SchemaPool | None]:
     ):
         yield None
         return
-    url = postgres_url()
-    options = _variant_options()
-
-    async def migrate(schema: str) -> None:
-        store = SqlStore(url, schema=schema, **options)
-        await store.open()
-        await store.close()
-
-    pool = SchemaPool(asyncpg_dsn(url), "tk_sql_test", migrate)
+    pool = SchemaPool(postgres_url(), prefix="tk_sql_test", **_variant_options())
     yield pool
     asyncio.run(pool.close())
 

@@ -1,4 +1,4 @@
-"""The contract suite's schema pool (``pg_pool.SchemaPool``) never hands a test leftovers.
+"""``threadkeep_sql.testing.SchemaPool`` (the contract suite's schemas) never hands out leftovers.
 
 A schema returned with rows comes back empty with its sequence restarted; one a test changed
 (a column, an index, a privilege, an older revision) or never migrated is dropped, not reused.
@@ -13,21 +13,14 @@ import pytest
 
 from threadkeep import Message
 from threadkeep_sql import SqlStore
+from threadkeep_sql.testing import SchemaPool
 
 from .conftest import asyncpg_dsn, postgres_url
-from .pg_pool import SchemaPool
 
 
 @pytest.fixture
 async def pool() -> AsyncIterator[SchemaPool]:
-    url = postgres_url()
-
-    async def migrate(schema: str) -> None:
-        store = SqlStore(url, schema=schema)
-        await store.open()
-        await store.close()
-
-    made = SchemaPool(asyncpg_dsn(url), "tk_pool_test", migrate)
+    made = SchemaPool(postgres_url(), prefix="tk_pool_test")
     yield made
     await made.close()
 
@@ -98,3 +91,14 @@ async def test_a_schema_never_migrated_is_dropped(pool: SchemaPool) -> None:
     first = await pool.take()
     await pool.give_back(first)  # the test opened no store: no tables
     assert await pool.take() != first
+
+
+async def test_the_context_manager_yields_a_store_url_and_gives_the_schema_back(
+    pool: SchemaPool,
+) -> None:
+    async with pool.schema() as url, SqlStore(url) as store:
+        await store.create_chat("u", "t")
+    async with pool.schema() as again:
+        assert again == url
+        async with SqlStore(again) as store:
+            assert (await store.list_chats({"user_id": "u"})).items == []

@@ -1,4 +1,4 @@
-"""Reusable PostgreSQL schemas for tests: migrated once, emptied and checked between tests.
+"""``SchemaPool``: reusable PostgreSQL schemas for tests, emptied and checked between tests.
 
 A fresh schema costs a test ``CREATE SCHEMA``, the five Alembic revisions run by the store's
 first open (about 30 DDL statements: tables, indexes, a sequence) and ``DROP SCHEMA ...
@@ -23,10 +23,12 @@ sequences at their start; never another test's rows.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
-import asyncpg
+import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy.engine import make_url
 
 __all__ = ["SchemaPool"]
 
@@ -102,7 +104,8 @@ async def _fingerprint(conn: Any, schema: str) -> tuple[tuple[str, ...], tuple[s
     tables = {r["relname"] for r in await conn.fetch(_TABLES, schema)}
     versions: list[str] = []
     if VERSION_TABLE in tables:
-        fetched = await conn.fetch(f"SELECT * FROM {_quote(schema)}.{_quote(VERSION_TABLE)}")
+        version_table = f"{_quote(schema)}.{_quote(VERSION_TABLE)}"  # quoted identifiers
+        fetched = await conn.fetch(f"SELECT * FROM {version_table}")  # noqa: S608
         versions = sorted(repr(tuple(r.values())) for r in fetched)
     return tuple(neutral), tuple(versions)
 
@@ -111,34 +114,73 @@ class SchemaPool:
     """Schemas of one PostgreSQL server, each held by one test at a time (see the module).
 
     Args:
-        dsn: An asyncpg DSN of the server (the primary: cleaning must happen where the
-            writes go).
+        url: A ``postgresql+asyncpg://`` store URL (of the primary: the emptying must
+            happen where the writes go) whose role may create and drop schemas.
         prefix: Start of every schema name; a random 12-hex suffix follows.
-        migrate: ``async (schema) -> None``: bring an empty schema to the head exactly as the
-            tests' stores do (open and close a store with the tests' options). Run once, on
-            the reference schema whose catalog every returned schema is compared with.
+        **store_options: The ``SqlStore`` options the tests open their stores with
+            (``partitions=4``...): the reference schema is migrated by a store opened with
+            them, so a schema is reused only if it looks like one the tests' own stores make.
 
     Every method connects and disconnects on the caller's event loop, so one pool serves
     tests that each run their own loop; it holds only names and the reference catalog.
+    Not for concurrent use by several tasks; one pool per process.
     """
 
-    def __init__(self, dsn: str, prefix: str, migrate: Callable[[str], Awaitable[None]]) -> None:
-        self._dsn, self._prefix, self._migrate = dsn, prefix, migrate
+    def __init__(self, url: str, *, prefix: str = "tk_test", **store_options: Any) -> None:
+        parsed = make_url(url).difference_update_query(["schema"])
+        self._url = parsed.render_as_string(hide_password=False)
+        self._dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._prefix, self._options = prefix, store_options
         self._clean: list[str] = []
         self._made: set[str] = set()
         self._reference: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         self.reused = 0
+        """Schemas handed out again after emptying (count)."""
         self.dropped = 0
+        """Schemas dropped on return because a test changed them (count)."""
+
+    def url_of(self, schema: str) -> str:
+        """Return the store URL of ``schema`` (the pool's URL with ``?schema=``)."""
+        return (
+            make_url(self._url)
+            .update_query_dict({"schema": schema})
+            .render_as_string(hide_password=False)
+        )
+
+    @asynccontextmanager
+    async def schema(self) -> AsyncIterator[str]:
+        """Yield a store URL on a schema of the pool (:meth:`take`); give it back after.
+
+        A drop-in for :func:`threadkeep_sql.testing.temporary_schema` where the tests open
+        their stores with the pool's options.
+        """
+        name = await self.take()
+        try:
+            yield self.url_of(name)
+        finally:
+            await self.give_back(name)
 
     async def take(self) -> str:
-        """Return a schema for one test: emptied and at the head, or new and empty."""
+        """Return a schema's name for one test: emptied and at the head, or new and empty.
+
+        Raises:
+            asyncpg.PostgresError: If a new schema cannot be created (a test helper: the
+                server's own error is the most useful one to see).
+        """
         if self._clean:
             self.reused += 1
             return self._clean.pop()
         return await self._create()
 
     async def give_back(self, schema: str) -> None:
-        """Empty ``schema`` for the next test if its catalog is the head's; else drop it."""
+        """Empty ``schema`` for the next test if its catalog is the head's; else drop it.
+
+        The first call migrates the reference schema (a store opened with the pool's
+        options, then closed and dropped) to learn the head's catalog.
+
+        Raises:
+            asyncpg.PostgresError: If the server refuses the catalog read or the drop.
+        """
         reference = await self._reference_catalog()
         conn = await asyncpg.connect(self._dsn)
         try:
@@ -157,7 +199,7 @@ class SchemaPool:
             await conn.close()
 
     async def close(self) -> None:
-        """Drop every schema this pool made that still exists."""
+        """Drop every schema this pool made that still exists (the pool is empty after)."""
         conn = await asyncpg.connect(self._dsn)
         try:
             for schema in sorted(self._made):
@@ -192,6 +234,13 @@ class SchemaPool:
                 await conn.close()
         return self._reference
 
+    async def _migrate(self, schema: str) -> None:
+        from ._store import SqlStore  # the store is the one that knows how to migrate
+
+        store = SqlStore(self._url, schema=schema, **self._options)
+        await store.open()
+        await store.close()
+
     @staticmethod
     async def _empty(conn: Any, schema: str) -> None:
         tables = [r["relname"] for r in await conn.fetch(_TABLES, schema)]
@@ -199,7 +248,7 @@ class SchemaPool:
         # makes new files for every table and index); dead rows are autovacuum's.
         await conn.execute(
             "".join(
-                f"DELETE FROM {_quote(schema)}.{_quote(table)};"
+                f"DELETE FROM {_quote(schema)}.{_quote(table)};"  # noqa: S608 - quoted names
                 for table in tables
                 if table != VERSION_TABLE
             )
