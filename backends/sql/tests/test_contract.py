@@ -20,7 +20,7 @@ from threadkeep import Store
 from threadkeep_contract_tests import RawChat, RawMessage, StoreContract
 from threadkeep_sql import SqlStore
 
-from .conftest import PgTarget
+from .conftest import PgTarget, copy_sqlite_template
 
 CHATS_SQL = "SELECT body, deleted_at IS NOT NULL FROM chats"
 MESSAGES_SQL = (
@@ -63,12 +63,12 @@ def damage_sql(kind: str, damage: str, placeholder: Callable[[int], str]) -> tup
 
 
 class TestSqliteContract(StoreContract):
-    """SQLite file, one per test."""
+    """SQLite file, one per test: a copy of the session's migrated, empty template."""
 
     @pytest.fixture
-    def store_factory(self, tmp_path: Path) -> Callable[..., Store]:
+    def store_factory(self, tmp_path: Path, sqlite_template: Path) -> Callable[..., Store]:
         self.path = tmp_path / "contract.db"
-        url = f"sqlite+aiosqlite:///{self.path}"
+        url = copy_sqlite_template(sqlite_template, self.path)
         return lambda **options: SqlStore(url, **options)
 
     async def raw_chats(self, store: Store) -> list[RawChat]:
