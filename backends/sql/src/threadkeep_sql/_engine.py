@@ -795,6 +795,8 @@ class Database:
         on the connection's thread (:class:`~threadkeep_sql._lite.LiteRunner`), SQLite
         writes through SQLAlchemy.
         """
+        if self._router is None and self._compiled is not None:
+            return _HeldRunner(self)  # PostgreSQL without a standby: what the calls below give
         if write:
             return self._noted(self._runner(self.engine, transaction=True, write=True))
         if self._router is not None:
