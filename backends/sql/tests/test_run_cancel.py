@@ -9,29 +9,13 @@ them is, and that the store still writes (no ``BEGIN IMMEDIATE`` left held).
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
 from uuid import UUID
 
 from threadkeep import Message, RunNotFound, RunStatus
+from threadkeep_contract_tests._reliability import _cancel_after
 from threadkeep_sql import SqlStore
 
 TRIES = 24
-
-
-async def _cancel_after(awaitable: Any, iterations: int) -> bool:
-    """Run ``awaitable``, cancel it after ``iterations`` loop turns; True if it finished first."""
-    task = asyncio.ensure_future(awaitable)
-    for _ in range(iterations):
-        if task.done():
-            break
-        await asyncio.sleep(0)
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        return False
-    return True
 
 
 async def _has_run(store: SqlStore, chat_id: UUID, run_id: str) -> bool:
