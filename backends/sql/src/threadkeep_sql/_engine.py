@@ -454,6 +454,7 @@ class Database:
     _lite: Compiled | None = None
     _lite_held: list[tuple[AsyncConnection, Any]] = field(default_factory=list)
     _prepared: weakref.WeakKeyDictionary[Any, Prepared] | None = None
+    _runners: dict[Any, PgRunner] = field(default_factory=dict)
     sqlite_file: LiteFile | None = None
     _closed: bool = False
 
@@ -600,6 +601,7 @@ class Database:
             try:
                 yield held
             except BaseException as exc:
+                self._forget(held[1])
                 with contextlib.suppress(Exception):
                     await complete(_discard(held, exc))
                 raise
@@ -617,6 +619,7 @@ class Database:
             held = self._held.pop()
             if not held[1].is_closed():
                 return held
+            self._forget(held[1])
             with contextlib.suppress(Exception):
                 await complete(_discard(held, ConnectionError("closed by the server")))
         return await self._checkout()
@@ -666,6 +669,28 @@ class Database:
             kept = prepared[driver] = {}
         return kept
 
+    def _runner_of(self, held: tuple[AsyncConnection, Any]) -> PgRunner:
+        """The :class:`PgRunner` of a held connection, made at its first use and kept.
+
+        A runner holds nothing of one operation (the connection, the compiled statements,
+        the connection's kept statements), so a held connection keeps one; it is dropped
+        when the connection is given back or closed (:meth:`_forget`).
+        """
+        runner = self._runners.get(held[1])
+        if runner is None or runner.conn is not held[0]:
+            assert self._compiled is not None
+            runner = PgRunner(held[0], held[1], self._compiled, self._statements_of(held[1]))
+            self._runners[held[1]] = runner
+        return runner
+
+    def _forget(self, driver: Any) -> None:
+        """Drop the runner of an asyncpg connection that is given back or closed.
+
+        Its kept statements stay (``_prepared``): a connection given back to the pool
+        keeps them on the server and finds them again at its next checkout.
+        """
+        self._runners.pop(driver, None)
+
     async def _keep(self, held: tuple[AsyncConnection, Any]) -> None:
         """Hold a connection after a successful operation, or close it past ``pool_size``."""
         if len(self._held) < self._held_max:
@@ -682,6 +707,7 @@ class Database:
         and a live SQLite thread. After ``dispose`` nothing is kept (``_held_max`` is 0)
         and the connection is invalidated (closed for real) before it goes back.
         """
+        self._forget(held[1])
         if self._closed:  # closes the driver's connection, not only the pool's handle
             await complete(held[0].invalidate())
         await complete(held[0].close())
@@ -769,6 +795,8 @@ class Database:
         on the connection's thread (:class:`~threadkeep_sql._lite.LiteRunner`), SQLite
         writes through SQLAlchemy.
         """
+        if self._router is None and self._compiled is not None:
+            return _HeldRunner(self)  # PostgreSQL without a standby: what the calls below give
         if write:
             return self._noted(self._runner(self.engine, transaction=True, write=True))
         if self._router is not None:
@@ -838,6 +866,7 @@ class Database:
             await self._router.standby.dispose()
         held, self._held = self._held + self._lite_held, []
         self._lite_held = []
+        self._runners.clear()
         self._closed, self._held_max = True, 0  # what comes back later is closed (_let_go)
         try:
             with map_native_errors():
@@ -909,19 +938,27 @@ class _HeldRunner:
 
     async def __aenter__(self) -> PgRunner:
         db = self._db
-        assert db._compiled is not None
-        with map_native_errors():
-            held = self._held = await db._take_held()
-        return PgRunner(held[0], held[1], db._compiled, db._statements_of(held[1]))
+        idle = db._held
+        if idle and not idle[-1][1].is_closed():  # the usual case, without a coroutine
+            held = self._held = idle.pop()
+        else:
+            with map_native_errors():
+                held = self._held = await db._take_held()
+        return db._runner_of(held)
 
     async def __aexit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
         held = self._held
         assert held is not None
         self._held = None
         if exc is None:
+            db = self._db
+            if len(db._held) < db._held_max:  # Database._keep, without a coroutine
+                db._held.append(held)
+                return
             with map_native_errors():
-                await self._db._keep(held)
+                await db._let_go(held)
             return
+        self._db._forget(held[1])
         with contextlib.suppress(Exception):
             await complete(_discard(held, exc))
         if isinstance(exc, Exception):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import Literal
 
 import asyncpg  # type: ignore[import-untyped]
 from alembic.util.exc import CommandError
@@ -233,9 +233,14 @@ def _failure(exc: BaseException) -> ThreadkeepError:
     return BackendUnavailable(msg)
 
 
-@contextmanager
-def map_native_errors(conflict: str | None = None) -> Iterator[None]:
+class map_native_errors:  # noqa: N801 - used as ``with map_native_errors():``, a function's name
     """Run a block, turning native database errors into threadkeep errors.
+
+    A context manager class rather than a ``@contextmanager`` generator: every statement
+    of the driver enters it (twice per PostgreSQL statement: the connection taken and
+    given back), and a generator-based one costs a generator, its frame and two resumes
+    per use, where leaving this one without an error is one method call
+    (``docs/performance.md``, "The SQL path per statement").
 
     Args:
         conflict: The message for a unique violation (default: a generic one naming the
@@ -253,34 +258,62 @@ def map_native_errors(conflict: str | None = None) -> Iterator[None]:
         BackendUnavailable: For connection failures, timeouts, locks and any other
             database, driver or migration error. The original is chained (``from``).
     """
-    try:
-        yield
-    except ThreadkeepError:
-        raise
-    except sa_exc.IntegrityError as exc:
-        if is_unique_violation(exc):
-            text = conflict or f"a unique key is already taken: {_describe(exc)}"
-            raise Conflict(text) from exc
-        raise InvalidArgument(f"the database refused the write: {_describe(exc)}") from exc
-    except sa_exc.DataError as exc:
-        raise InvalidArgument(f"the database cannot store a value: {_describe(exc)}") from exc
-    except (asyncpg.IntegrityConstraintViolationError, sqlite3.IntegrityError) as exc:
-        # asyncpg's own errors reach here from the hot paths that run on asyncpg directly.
-        if is_unique_violation(exc):
-            raise Conflict(conflict or f"a unique key is already taken: {exc}") from exc
-        raise InvalidArgument(f"the database refused the write: {exc}") from exc
-    except asyncpg.DataError as exc:
-        raise InvalidArgument(f"the database cannot store a value: {exc}") from exc
-    except (
-        sa_exc.SQLAlchemyError,
-        asyncpg.PostgresError,
-        asyncpg.InterfaceError,
-        asyncpg.InternalClientError,  # e.g. a statement sent as the server drops the connection
-        sqlite3.Error,
-        CommandError,
-        OSError,
-        TimeoutError,
-    ) as exc:
-        if any(isinstance(item, asyncpg.DataError) for item in _chain(exc)):
-            raise InvalidArgument(f"the database cannot store a value: {_describe(exc)}") from exc
-        raise _failure(exc) from exc
+
+    __slots__ = ("_conflict",)
+
+    def __init__(self, conflict: str | None = None) -> None:
+        self._conflict = conflict
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> Literal[False]:
+        if exc is None or not isinstance(exc, _NATIVE) or isinstance(exc, ThreadkeepError):
+            return False  # no error, or one that is not mapped: it goes on as it is
+        raise _mapped(exc, self._conflict) from exc
+
+
+_NATIVE = (
+    sa_exc.SQLAlchemyError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,  # e.g. a statement sent as the server drops the connection
+    sqlite3.Error,
+    CommandError,
+    OSError,
+    TimeoutError,
+)
+"""The native errors :class:`map_native_errors` maps (every other exception passes as it is)."""
+
+
+_INTEGRITY = (
+    sa_exc.IntegrityError,
+    asyncpg.IntegrityConstraintViolationError,
+    sqlite3.IntegrityError,
+)
+
+
+def _mapped(exc: BaseException, conflict: str | None) -> ThreadkeepError:
+    """The threadkeep error for the native error ``exc`` (one of :data:`_NATIVE`)."""
+    if isinstance(exc, _INTEGRITY):
+        return _refused(exc, conflict)
+    if isinstance(exc, asyncpg.DataError):  # from the hot paths that run on asyncpg directly
+        text = str(exc)
+    elif isinstance(exc, sa_exc.DataError) or any(
+        isinstance(item, asyncpg.DataError) for item in _chain(exc)
+    ):
+        text = _describe(exc)
+    else:
+        return _failure(exc)
+    return InvalidArgument(f"the database cannot store a value: {text}")
+
+
+def _refused(exc: BaseException, conflict: str | None) -> ThreadkeepError:
+    """An integrity error: ``Conflict`` for a unique violation, else ``InvalidArgument``."""
+    # asyncpg's and sqlite3's own errors reach here from the paths that run on them directly.
+    text = _describe(exc) if isinstance(exc, sa_exc.IntegrityError) else str(exc)
+    if is_unique_violation(exc):
+        return Conflict(conflict or f"a unique key is already taken: {text}")
+    return InvalidArgument(f"the database refused the write: {text}")

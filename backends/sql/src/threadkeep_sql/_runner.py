@@ -66,6 +66,8 @@ class RawStatement:
         binds: The bind processor of each placeholder, or ``None``.
         results: The result processor of each column, or ``None`` when no column has one
             (rows are then asyncpg's records as they come).
+        plain: Whether no placeholder has a bind processor (:meth:`args` then takes its
+            values in one comprehension).
     """
 
     sql: str
@@ -73,6 +75,7 @@ class RawStatement:
     defaults: Mapping[str, Any]
     binds: tuple[Callable[[Any], Any] | None, ...]
     results: tuple[Callable[[Any], Any] | None, ...] | None
+    plain: bool = False
 
     @classmethod
     def compile(cls, stmt: sa.Executable, dialect: Dialect) -> RawStatement:
@@ -100,7 +103,8 @@ class RawStatement:
             col.type.dialect_impl(dialect).result_processor(dialect, None) for col in columns
         )
         results = processors if any(p is not None for p in processors) else None
-        return cls(compiled.string, names, defaults, binds, results)
+        plain = all(process is None for process in binds)
+        return cls(compiled.string, names, defaults, binds, results, plain)
 
     def args(self, params: Params) -> list[Any]:
         """Return the positional arguments for ``params`` (bind processors applied).
@@ -108,9 +112,12 @@ class RawStatement:
         Raises:
             KeyError: If a required parameter is missing (a bug in the caller).
         """
+        defaults = self.defaults
+        if self.plain:
+            return [params[name] if name in params else defaults[name] for name in self.names]
         values = []
         for name, process in zip(self.names, self.binds, strict=True):
-            value = params[name] if name in params else self.defaults[name]
+            value = params[name] if name in params else defaults[name]
             values.append(value if process is None else process(value))
         return values
 

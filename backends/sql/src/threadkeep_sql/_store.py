@@ -266,10 +266,16 @@ class SqlDriver(
 
     @property
     def writes_run_whole(self) -> frozenset[str]:  # type: ignore[override]
-        """``insert_messages`` on PostgreSQL: it runs whole itself (``_insert_any``)."""
+        """The write primitives that run whole by themselves (no shielded task in core).
+
+        PostgreSQL: ``insert_messages`` (``_insert_any``). SQLite: ``commit_run``, whose
+        transaction is one function on the connection's thread, awaited to its end
+        (``_lite.run_on_thread``); what comes before it (the writer lock, the checkout)
+        writes nothing and hands back what it took when cancelled.
+        """
         if self._sa_url.get_backend_name() == "postgresql":
             return frozenset({"insert_messages"})
-        return frozenset()
+        return frozenset({"commit_run"})
 
     @property
     def shown_url(self) -> str:
