@@ -88,7 +88,9 @@ hot AS (
 ),
 stale AS (
     SELECT DISTINCT u.call FROM u
-      JOIN messages ON messages.chat_id = u.chat_id AND messages.agui_id = u.agui_id
+     WHERE u.agui_id IS NOT NULL
+       AND (SELECT true FROM messages
+             WHERE messages.chat_id = u.chat_id AND messages.agui_id = u.agui_id LIMIT 1)
 ),
 fresh AS MATERIALIZED (
     SELECT u.*, row_number() OVER (PARTITION BY u.chat_id ORDER BY u.ord) AS rank
