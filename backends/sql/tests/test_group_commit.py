@@ -23,6 +23,7 @@ from threadkeep import (
 )
 from threadkeep_sql import SqlStore
 from threadkeep_sql._group import GroupCommitter
+from threadkeep_sql._group_sql import JSON_MAX_MESSAGES
 
 from .test_pooler import pooled_url  # noqa: F401 - the fixture: a database behind PgBouncer
 from .test_replica import standby_url
@@ -483,11 +484,13 @@ async def test_a_store_caller_cancelled_in_flight_is_written_whole_without_a_shi
     assert again == stored[1]
 
 
+@pytest.mark.parametrize("padding", [0, JSON_MAX_MESSAGES], ids=["json rows", "array rows"])
 async def test_a_group_keeps_given_and_missing_columns_apart(
-    pg_store: SqlStore, groups: list[int]
+    pg_store: SqlStore, groups: list[int], padding: int
 ) -> None:
-    # Columns no message of a group has go as one NULL (unnest pads them); a group with
-    # some given keeps each message's own value, and created_at defaults to the write time.
+    # Columns no message of a group has go as NULL (a JSON null, or one NULL array that
+    # unnest pads); a group with some given keeps each message's own value, and created_at
+    # defaults to the write time. A small group's rows go as JSON, a large one's as arrays.
     chat = await pg_store.create_chat("u", "columns")
     given = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     shapes: list[dict[str, Any]] = [
@@ -496,7 +499,7 @@ async def test_a_group_keeps_given_and_missing_columns_apart(
         {"block_id": "b\\%_1", "request_id": "q1"},
         {},
         {},
-    ]
+    ] + [{}] * padding
     returned = await asyncio.gather(
         *(pg_store.append_message(chat.chat_id, _user(f"c{n}", **f)) for n, f in enumerate(shapes))
     )

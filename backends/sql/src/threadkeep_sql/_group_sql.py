@@ -1,7 +1,8 @@
 """The group commit's statement (PostgreSQL): many callers' appends in one ``INSERT``.
 
 What :class:`threadkeep_sql._group.GroupCommitter` sends for a group of two calls or more:
-the group's rows go in as one JSON parameter (``json_to_recordset``); the statement locks the
+the group's rows go in as one JSON parameter (``json_to_recordset``), or for a large group
+one array per column (``unnest``); the statement locks the
 group's chats in ``chat_id`` order (two groups, or a group and any other writer, never
 deadlock), leaves out every call one of whose ``agui_id`` values its chat stores already
 and every chat that is not hot, reserves each chat's seqs with one ``UPDATE`` per chat
@@ -14,7 +15,7 @@ order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
@@ -22,12 +23,20 @@ from uuid import UUID
 import orjson
 from sqlalchemy import TextClause, text
 
-from threadkeep import Message, PreparedMessage, as_utc
+from threadkeep import PreparedMessage, as_utc
 
-from ._pg_append import nested_refs
+from ._pg_append import column_arrays, nested_refs, or_null
 from ._schema import escape_key
 
-__all__ = ["GROUP_APPEND", "GROUP_APPEND_REFS", "GroupedCall", "group_statement"]
+__all__ = [
+    "GROUP_APPEND",
+    "GROUP_APPEND_ARRAYS",
+    "GROUP_APPEND_ARRAYS_REFS",
+    "GROUP_APPEND_REFS",
+    "JSON_MAX_MESSAGES",
+    "GroupedCall",
+    "group_statement",
+]
 
 
 class GroupedCall(Protocol):
@@ -46,26 +55,34 @@ class GroupedCall(Protocol):
         """The call's write time (``updated_at``; ``created_at`` when not given)."""
 
 
-# The group's rows travel as ONE ``json`` parameter (an array of objects, one a message,
-# made by orjson in C) unpacked by ``json_to_recordset``, not one array per column: asyncpg
-# encodes every element of every array through Python with type checks (about 19
-# ``isinstance`` a message, and 1.9 us a ``timestamptz``), which was the largest share of a
-# group's client CPU left (``bench/README.md``, "Group commit", session 25: measured).
-# ``ord`` (the row's place in the group, from 0) comes from ``WITH ORDINALITY``; a key
-# left out or ``null`` is a NULL column, and ``created_at`` defaults to the call's
-# ``updated_at`` here. The body travels as a JSON string (orjson escapes it, the server
-# unescapes it), so the stored text is the body exactly whatever it holds.
+# A small group's rows travel as ONE ``json`` parameter (an array of objects, one a message,
+# made by orjson in C) unpacked by ``json_to_recordset``; a large group's as one array per
+# column (``unnest``). asyncpg encodes every element of every array through Python with
+# type checks (about 19 ``isinstance`` a message, 1.9 us a ``timestamptz``), while the
+# server parses JSON text slower than binary arrays: measured (``bench/README.md``, "Group
+# commit, session 25"), unpacking 8 rows costs 10.7 us a message less client CPU and 5 us
+# more server CPU as JSON, 64 rows 5.6 us less and 7 us more, so groups up to
+# :data:`JSON_MAX_MESSAGES` go as JSON. ``ord`` (the row's place in the group, from 0)
+# comes from ``WITH ORDINALITY``; ``created_at`` defaults to the call's ``updated_at``
+# here. As JSON, a key ``null`` is a NULL column and the body travels as a JSON string
+# (orjson escapes it, the server unescapes it: the stored text is the body exactly). As
+# arrays, one holding only NULLs is sent as one NULL (multi-argument ``unnest`` pads it).
 # The chats are locked in ``chat_id`` order by the statement itself (``ORDER BY`` under
 # ``FOR UPDATE``: rows are locked as the sort returns them), found by an array of the
 # rows' own chat ids (``= ANY(ARRAY(...))``: one btree probe a distinct chat, whatever the
-# planner guesses of the recordset's size): no set of chats is built on the client. Whether
-# a chat is hot is checked on the locked rows (``FOR UPDATE`` returns the latest version),
-# not in the locking scan: there it let the planner scan the partial index of every live
-# chat (``ux_chats_live_key``) and filter the group's out of them (seen in ``EXPLAIN``).
-_ROWS = """
+# planner guesses of the row source's size): no set of chats is built on the client.
+# Whether a chat is hot is checked on the locked rows (``FOR UPDATE`` returns the latest
+# version), not in the locking scan: there it let the planner scan the partial index of
+# every live chat (``ux_chats_live_key``) and filter the group's out of them (``EXPLAIN``).
+# A stored ``agui_id`` is probed per row (a correlated subplan on ``ux_messages_agui``): as
+# a join, the row source's guessed 100 rows made the planner hash a sequential scan of
+# ``messages`` (``EXPLAIN``), a cost growing with the table.
+_COLUMNS = """
     SELECT n - 1 AS ord, call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
            block_id, COALESCE(created_at, updated_at) AS created_at, updated_at, fingerprint,
-           body
+           body"""
+
+_JSON_ROWS = f"""{_COLUMNS}
       FROM ROWS FROM (json_to_recordset(CAST(:rows AS json))
                       AS (c int, h uuid, m uuid, a text, r text, k text, u text, q text,
                           b text, t timestamptz, w timestamptz, f text, y text))
@@ -73,8 +90,19 @@ _ROWS = """
            AS x(call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
                 block_id, created_at, updated_at, fingerprint, body, n)"""
 
-_GROUP = f"""
-WITH u AS MATERIALIZED ({_ROWS}
+_ARRAY_ROWS = f"""{_COLUMNS}
+      FROM unnest(CAST(:calls AS int[]), CAST(:chat_ids AS uuid[]),
+                  CAST(:message_ids AS uuid[]), CAST(:agui_ids AS text[]),
+                  CAST(:roles AS text[]), CAST(:kinds AS text[]),
+                  CAST(:run_ids AS text[]), CAST(:request_ids AS text[]),
+                  CAST(:block_ids AS text[]), CAST(:created_ats AS timestamptz[]),
+                  CAST(:updated_ats AS timestamptz[]), CAST(:fingerprints AS text[]),
+                  CAST(:bodies AS text[])) WITH ORDINALITY
+           AS x(call, chat_id, message_id, agui_id, role, kind, run_id, request_id,
+                block_id, created_at, updated_at, fingerprint, body, n)"""
+
+_GROUP = """
+WITH u AS MATERIALIZED ({rows}
 ),
 locked AS MATERIALIZED (
     SELECT chats.chat_id, chats.deleted_at, chats.status FROM chats
@@ -116,9 +144,9 @@ m AS (
     SELECT chat_id, seq, message_id, agui_id, role, kind, run_id, request_id, block_id, 0,
            created_at, updated_at, fingerprint, body
       FROM placed ORDER BY ord
-){{refs}}
+){refs}
 SELECT call, min(seq) AS first_seq FROM placed GROUP BY call
-"""  # noqa: S608 - built from constant fragments only
+"""
 
 _GROUP_REFS = """,
 r AS (
@@ -131,18 +159,39 @@ r AS (
       JOIN placed ON placed.ord = x.ord
 )"""
 
-GROUP_APPEND: TextClause = text(_GROUP.format(refs=""))
-GROUP_APPEND_REFS: TextClause = text(_GROUP.format(refs=_GROUP_REFS))
+GROUP_APPEND: TextClause = text(_GROUP.format(rows=_JSON_ROWS, refs=""))
+GROUP_APPEND_REFS: TextClause = text(_GROUP.format(rows=_JSON_ROWS, refs=_GROUP_REFS))
+GROUP_APPEND_ARRAYS: TextClause = text(_GROUP.format(rows=_ARRAY_ROWS, refs=""))
+GROUP_APPEND_ARRAYS_REFS: TextClause = text(_GROUP.format(rows=_ARRAY_ROWS, refs=_GROUP_REFS))
+
+JSON_MAX_MESSAGES = 32
+"""Groups of up to this many messages send their rows as one JSON parameter, larger ones
+as one array per column (a count; the crossover measured, see the comment above)."""
 
 
 def group_statement(group: Sequence[GroupedCall]) -> tuple[TextClause, dict[str, Any]]:
     """Return the statement writing ``group`` (two calls or more) and its parameters.
 
-    Each message is one object of the ``rows`` JSON array, in queue order (``WITH
-    ORDINALITY`` numbers them); ``c`` names its call (the call's index in ``group``), which
-    the result rows carry. Key columns are escaped as ``KeyText`` escapes them; a naive
-    datetime is taken as UTC (``as_utc``).
+    Each message is one row, in queue order (``WITH ORDINALITY`` numbers them), naming its
+    call (the call's index in ``group``), which the result rows carry: one JSON object
+    each for up to :data:`JSON_MAX_MESSAGES` messages, one element of each column's array
+    beyond. Key columns are escaped as ``KeyText`` escapes them.
     """
+    items = [item for call in group for item in call.items]
+    refs = any(item.message.tool_calls or item.message.reasonings for item in items)
+    if len(items) <= JSON_MAX_MESSAGES:
+        params: dict[str, Any] = {"rows": _json_rows(group)}
+        stmt = GROUP_APPEND_REFS if refs else GROUP_APPEND
+    else:
+        params = _array_rows(group)
+        stmt = GROUP_APPEND_ARRAYS_REFS if refs else GROUP_APPEND_ARRAYS
+    if refs:
+        params.update(nested_refs(items))
+    return stmt, params
+
+
+def _json_rows(group: Sequence[GroupedCall]) -> str:
+    """The group's rows as one JSON array of objects (a naive datetime is taken as UTC)."""
     rows: list[dict[str, Any]] = []
     add = rows.append
     for index, call in enumerate(group):
@@ -166,11 +215,22 @@ def group_statement(group: Sequence[GroupedCall]) -> tuple[TextClause, dict[str,
                     "y": item.body,
                 }
             )
-    params: dict[str, Any] = {"rows": orjson.dumps(rows, default=_other, option=_JSON).decode()}
-    if not any(m.tool_calls or m.reasonings for call in group for m in _messages(call)):
-        return GROUP_APPEND, params
-    params.update(nested_refs([item for call in group for item in call.items]))
-    return GROUP_APPEND_REFS, params
+    return orjson.dumps(rows, default=_other, option=_JSON).decode()
+
+
+def _array_rows(group: Sequence[GroupedCall]) -> dict[str, Any]:
+    """The group's rows as one array per column (all-NULL columns as one NULL)."""
+    rows = [(n, call, item) for n, call in enumerate(group) for item in call.items]
+    messages = [item.message for _, _, item in rows]
+    return {
+        "calls": [n for n, _, _ in rows],
+        "chat_ids": [call.chat_id for _, call, _ in rows],
+        **column_arrays(messages),
+        "created_ats": or_null([m.created_at for m in messages]),  # NULL: the call's now
+        "updated_ats": [call.now for _, call, _ in rows],
+        "fingerprints": [item.fingerprint for _, _, item in rows],
+        "bodies": [item.body for _, _, item in rows],
+    }
 
 
 _JSON = orjson.OPT_NAIVE_UTC
@@ -188,7 +248,3 @@ def _other(value: object) -> str:
     if isinstance(value, UUID):
         return str(value)
     raise TypeError(f"{type(value).__name__} has no JSON form here")
-
-
-def _messages(call: GroupedCall) -> Iterator[Message]:
-    return (item.message for item in call.items)
