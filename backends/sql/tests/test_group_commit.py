@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+import sqlalchemy as sa
 
 from threadkeep import (
     BackendUnavailable,
@@ -22,6 +23,7 @@ from threadkeep import (
 )
 from threadkeep_sql import SqlStore
 from threadkeep_sql._group import GroupCommitter
+from threadkeep_sql._group_sql import JSON_MAX_MESSAGES
 
 from .test_pooler import pooled_url  # noqa: F401 - the fixture: a database behind PgBouncer
 from .test_replica import standby_url
@@ -482,11 +484,13 @@ async def test_a_store_caller_cancelled_in_flight_is_written_whole_without_a_shi
     assert again == stored[1]
 
 
+@pytest.mark.parametrize("padding", [0, JSON_MAX_MESSAGES], ids=["json rows", "array rows"])
 async def test_a_group_keeps_given_and_missing_columns_apart(
-    pg_store: SqlStore, groups: list[int]
+    pg_store: SqlStore, groups: list[int], padding: int
 ) -> None:
-    # Columns no message of a group has go as one NULL (unnest pads them); a group with
-    # some given keeps each message's own value, and created_at defaults to the write time.
+    # Columns no message of a group has go as NULL (a JSON null, or one NULL array that
+    # unnest pads); a group with some given keeps each message's own value, and created_at
+    # defaults to the write time. A small group's rows go as JSON, a large one's as arrays.
     chat = await pg_store.create_chat("u", "columns")
     given = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     shapes: list[dict[str, Any]] = [
@@ -495,7 +499,7 @@ async def test_a_group_keeps_given_and_missing_columns_apart(
         {"block_id": "b\\%_1", "request_id": "q1"},
         {},
         {},
-    ]
+    ] + [{}] * padding
     returned = await asyncio.gather(
         *(pg_store.append_message(chat.chat_id, _user(f"c{n}", **f)) for n, f in enumerate(shapes))
     )
@@ -511,3 +515,59 @@ async def test_a_group_keeps_given_and_missing_columns_apart(
     assert [m.agui_id for m in page.items] == ["ac2"]
     # Only the group's own rows are written with these columns.
     assert {m.run_id for m in stored.values()} == {None, "r1"}
+
+
+async def test_a_group_skips_the_calls_of_chats_not_hot_and_of_stored_agui_ids(
+    pg_store: SqlStore, groups: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One group statement (it does not fail) holding calls to a live chat, a deleted chat,
+    # a chat that is not active, and a call whose agui_id its chat stores: only the live
+    # chat's new calls are written; each of the others comes back as None (nothing of it
+    # written), as from a lone append. The chats are locked whatever their state.
+    live = await pg_store.create_chat("u", "live")
+    gone = await pg_store.create_chat("u", "gone")
+    await pg_store.delete_chat(gone.chat_id)
+    asleep = await pg_store.create_chat("u", "asleep")
+    async with pg_store.driver._db.transaction() as conn:
+        await conn.execute(
+            sa.text("UPDATE chats SET status = 'archived' WHERE chat_id = :c"),
+            {"c": asleep.chat_id},
+        )
+    stored = await pg_store.append_message(live.chat_id, _user("kept"))
+    committer = _committer(pg_store)
+    gate = _Gate(pg_store, monkeypatch)
+    lead = asyncio.ensure_future(
+        committer.append(live.chat_id, [_prepared(pg_store, live, "l")], _now())
+    )
+    for _ in range(5):
+        await asyncio.sleep(0)
+    where = [live, gone, live, asleep, live, live]
+    names = ["n0", "n1", "kept", "n3", "n4", "n5"]
+    calls = [
+        asyncio.ensure_future(committer.append(c.chat_id, [_prepared(pg_store, c, n)], _now()))
+        for c, n in zip(where, names, strict=True)
+    ]
+    await gate.until_queued(len(calls))
+    gate.open.set()
+    await lead
+    firsts = await asyncio.gather(*calls)
+    assert groups == [len(calls)]
+    assert [first is None for first in firsts] == [False, True, True, True, False, False]
+    page = await pg_store.list_messages(live.chat_id, limit=20)
+    assert [m.agui_id for m in page.items] == ["akept", "al", "an0", "an4", "an5"]
+    assert [m.seq for m in page.items] == [stored.seq, 2, 3, 4, 5]
+    assert [firsts[n] for n in (0, 4, 5)] == [3, 4, 5]
+    for chat in (gone, asleep):
+        async with pg_store.driver._db.transaction() as conn:
+            count = await conn.execute(
+                sa.text("SELECT count(*) FROM messages WHERE chat_id = :c"), {"c": chat.chat_id}
+            )
+            assert count.scalar() == 0
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _prepared(store: SqlStore, chat: Any, name: str) -> Any:
+    return store.prepare(store._messages._coerce_message(_user(name), chat.chat_id))
