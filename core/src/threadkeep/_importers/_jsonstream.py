@@ -1,0 +1,279 @@
+"""Streaming one JSON document: the items of an array, the members of an object, one at a time.
+
+A recording or transcript that is one JSON document (a JSON array of events, an object of
+named streams, an array of records) can be gigabytes; this reads it in chunks and yields
+one top-level item (or one item of a member's array) at a time, with the byte offsets it
+spans, so memory holds one item, not the file.
+
+Each item is parsed by the standard library's ``json.JSONDecoder.raw_decode``: the values are
+exactly what :func:`json.loads` of the whole file gives (lone surrogate escapes kept as lone
+surrogates, surrogate pairs joined, integers of any size, ``1e400`` as ``inf``, ``NaN`` and
+``Infinity`` accepted, the last of duplicate keys winning). ``ijson`` (its ``yajl2_c``
+backend, which the CPython 3.11 wheel ships, and its pure-Python one) differs from
+``json.loads`` on these (it refuses ``1e400``, ``NaN`` and a UTF-8 BOM on both backends, and
+integers past 64 bits and lone surrogate escapes on ``yajl2_c``), so it is not used to parse:
+the importers' rule is that a file means what ``json.loads`` says it means.
+
+A syntax error raises :class:`JsonStreamError` with the line, column, byte offset and item
+index of the error, as ``json.loads`` of the whole text would place it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+__all__ = ["BOM", "JsonItem", "JsonReader", "JsonStreamError"]
+
+BOM = b"\xef\xbb\xbf"
+_CHUNK = 1 << 20
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_TAIL = 12
+"""A decode error, or a value ending, this close to the end of the buffer may be the
+buffer's end, not the file's (a number, literal or ``\\uXXXX`` escape cut in two): more is
+read and it is tried again."""
+
+
+class JsonStreamError(Exception):
+    """A JSON document that does not parse, placed as ``json.loads`` would place it.
+
+    Attributes:
+        reason: What is wrong (``json.JSONDecodeError.msg``, or the UTF-8 or nesting error).
+        line: The line of the error (from 1).
+        column: Its column (from 1, in characters).
+        offset: Its byte offset in the file.
+        index: The top-level item it is in (``None``: outside any item).
+    """
+
+    def __init__(self, reason: str, line: int, column: int, offset: int, index: int | None) -> None:
+        self.reason, self.line, self.column, self.offset, self.index = (
+            reason,
+            line,
+            column,
+            offset,
+            index,
+        )
+        super().__init__(self.where())
+
+    def where(self) -> str:
+        """The error as one phrase: ``"<reason> at line L column C (byte B, item I)"``."""
+        item = f", item {self.index}" if self.index is not None else ""
+        return f"{self.reason} at line {self.line} column {self.column} (byte {self.offset}{item})"
+
+
+@dataclass(frozen=True, slots=True)
+class JsonItem:
+    """One item of a document: its value and where its text is.
+
+    Attributes:
+        value: The parsed value.
+        start: The byte offset of its first character.
+        end: The byte offset past its last character.
+        line: The line it starts on (from 1).
+    """
+
+    value: Any
+    start: int
+    end: int
+    line: int
+
+
+class JsonReader:
+    """Reads a binary file holding JSON text from a byte offset on, in chunks.
+
+    The text read and not yet consumed is held (one item and at most a chunk more); the
+    byte offset and line of the read position are tracked as it moves.
+    """
+
+    def __init__(self, file: IO[bytes], *, start: int = 0, line: int = 1) -> None:
+        """Read ``file`` from byte ``start`` (at line ``line``); a BOM there is skipped."""
+        file.seek(start)
+        if start == 0 and file.read(len(BOM)) != BOM:
+            file.seek(0)
+        self._file = file
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._read_bytes = file.tell()
+        self._text = ""
+        self._pos = 0
+        self._eof = False
+        self._mark = 0  # the position whose byte offset and line are known
+        self._mark_bytes = file.tell()
+        self._mark_line = line
+        self._mark_chars = 0  # characters read before the mark
+        self._newline = -1  # the character offset of the last newline before the mark
+        self.index: int | None = None
+        """The item being read (for errors), set by the caller."""
+
+    # -- reading ------------------------------------------------------------------------
+
+    def _fill(self, at_least: int = 0) -> bool:
+        """Read about ``at_least`` more characters; ``False`` at the end of the file."""
+        if self._eof:
+            return False
+        if self._mark > _CHUNK:  # drop what is consumed
+            self._sync(self._pos)
+            self._text, self._pos, self._mark = self._text[self._pos :], 0, 0
+        raw = self._file.read(max(at_least, _CHUNK))
+        try:
+            text = self._decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as exc:
+            offset = self._read_bytes + exc.start
+            raise self._error(f"not UTF-8 text (byte {offset})", len(self._text)) from exc
+        self._read_bytes += len(raw)
+        self._eof = not raw
+        self._text += text
+        return bool(raw) or bool(text)
+
+    def _sync(self, pos: int) -> None:
+        """Move the known byte offset and line to ``pos`` (at or after the mark)."""
+        if pos > self._mark:
+            piece = self._text[self._mark : pos]
+            self._mark_bytes += len(piece.encode("utf-8", "surrogatepass"))
+            self._mark_line += piece.count("\n")
+            last = piece.rfind("\n")
+            self._newline = self._mark_chars + last if last >= 0 else self._newline
+            self._mark_chars += len(piece)
+            self._mark = pos
+
+    def _place(self, pos: int) -> tuple[int, int, int]:
+        """Return ``(byte offset, line, column)`` of ``pos`` without moving the mark."""
+        piece = self._text[self._mark : pos]
+        offset = self._mark_bytes + len(piece.encode("utf-8", "surrogatepass"))
+        line = self._mark_line + piece.count("\n")
+        last = piece.rfind("\n")
+        newline = self._mark_chars + last if last >= 0 else self._newline
+        return offset, line, self._mark_chars + len(piece) - newline
+
+    def _error(self, reason: str, pos: int) -> JsonStreamError:
+        offset, line, column = self._place(min(pos, len(self._text)))
+        return JsonStreamError(reason, line, column, offset, self.index)
+
+    def position(self) -> tuple[int, int]:
+        """Return ``(byte offset, line)`` of the read position."""
+        self._sync(self._pos)
+        return self._mark_bytes, self._mark_line
+
+    def peek(self) -> str:
+        """Skip whitespace; return the next character (``""`` at the end of the file)."""
+        while True:
+            match = _SPACE.match(self._text, self._pos)
+            self._pos = match.end() if match else self._pos
+            if self._pos < len(self._text):
+                return self._text[self._pos]
+            if not self._fill():
+                return ""
+
+    def take(self, expected: str, reason: str) -> None:
+        """Consume the character ``expected`` (after whitespace).
+
+        Raises:
+            JsonStreamError: If the next character is another one (``reason`` says what
+                was expected).
+        """
+        if self.peek() != expected:
+            raise self._error(reason, self._pos)
+        self._pos += 1
+
+    def value(self) -> JsonItem:
+        """Read and parse the next JSON value (after whitespace).
+
+        Raises:
+            JsonStreamError: If it is not JSON, or nests deeper than the parser recurses.
+        """
+        self.peek()
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self._text, self._pos)
+            except json.JSONDecodeError as exc:
+                if self._could_be_cut(exc) and not self._eof:
+                    self._fill(len(self._text) - self._pos)  # the buffer doubles
+                    continue
+                raise self._error(exc.msg, exc.pos) from exc
+            except RecursionError as exc:
+                raise self._error("nested too deep", self._pos) from exc
+            if end > len(self._text) - _TAIL and not self._eof:
+                self._fill()  # a value may go on past the buffer's end ("1." of "1.5")
+                continue
+            start, line = self.position()
+            self._pos = end
+            return JsonItem(value, start, self.position()[0], line)
+
+    def _could_be_cut(self, exc: json.JSONDecodeError) -> bool:
+        return exc.pos >= len(self._text) - _TAIL or exc.msg.startswith("Unterminated string")
+
+    def end(self) -> None:
+        """Check that only whitespace is left.
+
+        Raises:
+            JsonStreamError: ``Extra data``, as ``json.loads`` says it, if anything else is.
+        """
+        if self.peek() != "":
+            raise self._error("Extra data", self._pos)
+
+    # -- documents ----------------------------------------------------------------------
+
+    def array_items(self) -> Iterator[JsonItem]:
+        """Yield the items of the array that starts at the read position, then consume it.
+
+        ``index`` is set to each item's position as it is read (errors name it).
+
+        Raises:
+            JsonStreamError: If the array does not parse.
+        """
+        self.take("[", "Expecting value")
+        if self.peek() == "]":
+            self._pos += 1
+            return
+        index = 0
+        while True:
+            self.index = index
+            yield self.value()
+            following = self.peek()
+            self._pos += 1 if following in ",]" and following else 0
+            if following == "]":
+                self.index = None
+                return
+            if following != ",":
+                raise self._error("Expecting ',' delimiter", self._pos)
+            index += 1
+
+    def object_keys(self) -> Iterator[str]:
+        """Yield the keys of the object at the read position; the caller reads each value.
+
+        After each key the read position is at its value; the caller consumes the value
+        (:meth:`value` or :meth:`array_items`) before asking for the next key.
+
+        Raises:
+            JsonStreamError: If the object does not parse.
+        """
+        self.take("{", "Expecting value")
+        if self.peek() == "}":
+            self._pos += 1
+            return
+        while True:
+            if self.peek() != '"':
+                raise self._error("Expecting property name enclosed in double quotes", self._pos)
+            key = self.value().value
+            self.take(":", "Expecting ':' delimiter")
+            yield key
+            following = self.peek()
+            if following == "}":
+                self._pos += 1
+                return
+            self.take(",", "Expecting ',' delimiter")
+
+    def items_between(self, end: int) -> Iterator[JsonItem]:
+        """Yield the values from the read position up to byte ``end``, skipping commas.
+
+        The second read of a run's span (its start and end are item offsets found by
+        :meth:`array_items`): the file is read again from the span's start only.
+        """
+        while self.peek() not in ("", "]") and self.position()[0] < end:
+            yield self.value()
+            if self.peek() == ",":
+                self._pos += 1
