@@ -114,7 +114,7 @@ def test_bytes_that_are_not_utf8_are_an_error_with_their_offset():
     data = b'[{"type": "A"}, {"type": "\xff"}]'
     with pytest.raises(JsonStreamError) as got:
         _items(data)
-    assert got.value.reason == "not UTF-8 text (byte 26)"
+    assert got.value.where() == "not UTF-8 text at byte 26, item 1"
 
 
 def test_a_value_larger_than_many_chunks_is_read_whole():

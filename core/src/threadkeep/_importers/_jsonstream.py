@@ -20,7 +20,6 @@ index of the error, as ``json.loads`` of the whole text would place it.
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 from collections.abc import Iterator
@@ -44,26 +43,29 @@ class JsonStreamError(Exception):
 
     Attributes:
         reason: What is wrong (``json.JSONDecodeError.msg``, or the UTF-8 or nesting error).
-        line: The line of the error (from 1).
-        column: Its column (from 1, in characters).
+        line: The line of the error (from 1; ``None`` for bytes that are not UTF-8).
+        column: Its column (from 1, in characters; ``None`` likewise).
         offset: Its byte offset in the file.
         index: The top-level item it is in (``None``: outside any item).
     """
 
-    def __init__(self, reason: str, line: int, column: int, offset: int, index: int | None) -> None:
-        self.reason, self.line, self.column, self.offset, self.index = (
-            reason,
-            line,
-            column,
-            offset,
-            index,
-        )
+    def __init__(
+        self, reason: str, line: int | None, column: int | None, offset: int, index: int | None
+    ) -> None:
+        self.reason, self.line, self.column = reason, line, column
+        self.offset, self.index = offset, index
         super().__init__(self.where())
 
     def where(self) -> str:
-        """The error as one phrase: ``"<reason> at line L column C (byte B, item I)"``."""
+        """The error as one phrase: ``"<reason> at line L column C (byte B, item I)"``.
+
+        Bytes that are not UTF-8 are ``"not UTF-8 text at byte B, item I"``.
+        """
         item = f", item {self.index}" if self.index is not None else ""
-        return f"{self.reason} at line {self.line} column {self.column} (byte {self.offset}{item})"
+        if self.line is None:
+            return f"{self.reason} at byte {self.offset}{item}"
+        at = "" if self.reason.endswith(" at") else " at"  # "Unterminated string starting at"
+        return f"{self.reason}{at} line {self.line} column {self.column} (byte {self.offset}{item})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +98,8 @@ class JsonReader:
         if start == 0 and file.read(len(BOM)) != BOM:
             file.seek(0)
         self._file = file
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._pending = b""  # the first bytes of a character the last read cut
+        self._bad: int | None = None  # the offset of bytes that are not UTF-8
         self._read_bytes = file.tell()
         self._text = ""
         self._pos = 0
@@ -112,18 +115,30 @@ class JsonReader:
     # -- reading ------------------------------------------------------------------------
 
     def _fill(self, at_least: int = 0) -> bool:
-        """Read about ``at_least`` more characters; ``False`` at the end of the file."""
+        """Read about ``at_least`` more characters; ``False`` at the end of the file.
+
+        Raises:
+            JsonStreamError: When the text read before reaches bytes that are not UTF-8
+                (raised only once the parser needs what follows them, so that the error
+                names the item they are in).
+        """
+        if self._bad is not None:
+            raise JsonStreamError("not UTF-8 text", None, None, self._bad, self.index)
         if self._eof:
             return False
         if self._mark > _CHUNK:  # drop what is consumed
             self._sync(self._pos)
             self._text, self._pos, self._mark = self._text[self._pos :], 0, 0
         raw = self._file.read(max(at_least, _CHUNK))
+        data, self._pending = self._pending + raw, b""
         try:
-            text = self._decoder.decode(raw, final=not raw)
+            text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            offset = self._read_bytes + exc.start
-            raise self._error(f"not UTF-8 text (byte {offset})", len(self._text)) from exc
+            text = data[: exc.start].decode("utf-8")
+            if raw and exc.end == len(data) and exc.reason == "unexpected end of data":
+                self._pending = data[exc.start :]  # a character cut by the read
+            else:
+                self._bad = self._read_bytes - (len(data) - len(raw)) + exc.start
         self._read_bytes += len(raw)
         self._eof = not raw
         self._text += text
