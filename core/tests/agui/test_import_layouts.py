@@ -1,4 +1,4 @@
-"""One recording laid out as JSON Lines, as a JSON array, as SSE or as named streams stores the same.
+"""One recording as JSON Lines, a JSON array, SSE or named streams stores the same chats.
 
 The JSON document and SSE layouts are streamed (an item, a block at a time) since session
 25; these tests pin that the streamed reading means what the whole-text reading meant: the
