@@ -318,7 +318,7 @@ def _line_items(file: IO[bytes], span: Span) -> _Items:
 
 
 def _json_items(file: IO[bytes], span: Span) -> _Items:
-    reader = JsonReader(file, start=span.start)
+    reader = JsonReader(file, start=span.start, chunk=span.end - span.start + 64)
     for offset, item in enumerate(reader.items_between(span.end)):
         yield span.index + offset, None, item.value
 

@@ -92,12 +92,20 @@ class JsonReader:
     byte offset and line of the read position are tracked as it moves.
     """
 
-    def __init__(self, file: IO[bytes], *, start: int = 0, line: int = 1) -> None:
-        """Read ``file`` from byte ``start`` (at line ``line``); a BOM there is skipped."""
+    def __init__(
+        self, file: IO[bytes], *, start: int = 0, line: int = 1, chunk: int | None = None
+    ) -> None:
+        """Read ``file`` from byte ``start`` (at line ``line``); a BOM there is skipped.
+
+        ``chunk`` is the size of a read (default 1 MiB): a caller that reads a span again
+        gives its length, so that a small span costs a small read.
+        """
         file.seek(start)
         if start == 0 and file.read(len(BOM)) != BOM:
             file.seek(0)
         self._file = file
+        self._chunk = chunk
+        self._ascii = True  # the buffer is ASCII: byte offsets are character offsets
         self._pending = b""  # the first bytes of a character the last read cut
         self._bad: int | None = None  # the offset of bytes that are not UTF-8
         self._read_bytes = file.tell()
@@ -129,7 +137,8 @@ class JsonReader:
         if self._mark > _CHUNK:  # drop what is consumed
             self._sync(self._pos)
             self._text, self._pos, self._mark = self._text[self._pos :], 0, 0
-        raw = self._file.read(max(at_least, _CHUNK))
+            self._ascii = self._text.isascii()
+        raw = self._file.read(max(at_least, self._chunk or _CHUNK))
         data, self._pending = self._pending + raw, b""
         try:
             text = data.decode("utf-8")
@@ -141,18 +150,24 @@ class JsonReader:
                 self._bad = self._read_bytes - (len(data) - len(raw)) + exc.start
         self._read_bytes += len(raw)
         self._eof = not raw
+        self._ascii = self._ascii and text.isascii()
         self._text += text
         return bool(raw) or bool(text)
 
     def _sync(self, pos: int) -> None:
         """Move the known byte offset and line to ``pos`` (at or after the mark)."""
-        if pos > self._mark:
-            piece = self._text[self._mark : pos]
-            self._mark_bytes += len(piece.encode("utf-8", "surrogatepass"))
-            self._mark_line += piece.count("\n")
-            last = piece.rfind("\n")
-            self._newline = self._mark_chars + last if last >= 0 else self._newline
-            self._mark_chars += len(piece)
+        mark = self._mark
+        if pos > mark:
+            text = self._text
+            if self._ascii:
+                self._mark_bytes += pos - mark
+            else:
+                self._mark_bytes += len(text[mark:pos].encode("utf-8", "surrogatepass"))
+            lines = text.count("\n", mark, pos)
+            if lines:
+                self._mark_line += lines
+                self._newline = self._mark_chars + text.rfind("\n", mark, pos) - mark
+            self._mark_chars += pos - mark
             self._mark = pos
 
     def _place(self, pos: int) -> tuple[int, int, int]:
@@ -286,7 +301,8 @@ class JsonReader:
         """Yield the values from the read position up to byte ``end``, skipping commas.
 
         The second read of a run's span (its start and end are item offsets found by
-        :meth:`array_items`): the file is read again from the span's start only.
+        :meth:`array_items`): the file is read again from the span's start only (give
+        the reader the span's length as its ``chunk``).
         """
         while self.peek() not in ("", "]") and self.position()[0] < end:
             yield self.value()

@@ -75,6 +75,11 @@ def _lines(file: IO[bytes], start: int, line: int) -> Iterator[tuple[int, int, b
         file.seek(offset)
     number = line
     for raw in file:
+        if b"\r" not in raw:  # the common case: one line ending in "\n"
+            yield offset, number, raw[:-1] if raw.endswith(b"\n") else raw
+            number += 1
+            offset += len(raw)
+            continue
         at = 0
         for match in _BREAK.finditer(raw):
             yield offset + at, number, raw[at : match.start()]
