@@ -76,20 +76,22 @@ class JsonItem:
         value: The parsed value.
         start: The byte offset of its first character.
         end: The byte offset past its last character.
-        line: The line it starts on (from 1).
     """
 
     value: Any
     start: int
     end: int
-    line: int
+
+
+_SPACES = " \t\n\r"
 
 
 class JsonReader:
     """Reads a binary file holding JSON text from a byte offset on, in chunks.
 
-    The text read and not yet consumed is held (one item and at most a chunk more); the
-    byte offset and line of the read position are tracked as it moves.
+    The text read and not yet consumed is held (one item and at most a chunk more). Byte
+    offsets are character offsets while the buffer is ASCII, else counted from a mark that
+    moves forward with the reading; lines are counted only when an error is placed.
     """
 
     def __init__(
@@ -105,18 +107,19 @@ class JsonReader:
             file.seek(0)
         self._file = file
         self._chunk = chunk
-        self._ascii = True  # the buffer is ASCII: byte offsets are character offsets
         self._pending = b""  # the first bytes of a character the last read cut
         self._bad: int | None = None  # the offset of bytes that are not UTF-8
         self._read_bytes = file.tell()
         self._text = ""
         self._pos = 0
         self._eof = False
-        self._mark = 0  # the position whose byte offset and line are known
-        self._mark_bytes = file.tell()
-        self._mark_line = line
-        self._mark_chars = 0  # characters read before the mark
-        self._newline = -1  # the character offset of the last newline before the mark
+        self._ascii = True  # the buffer is ASCII: byte offsets are character offsets
+        self._base_bytes = file.tell()  # the byte offset of the buffer's first character
+        self._base_chars = 0  # characters dropped before the buffer
+        self._base_line = line  # the line of the buffer's first character
+        self._base_newline = -1  # the character offset of the last newline dropped
+        self._mark = 0  # a position whose byte offset is known (a non-ASCII buffer)
+        self._mark_bytes = self._base_bytes
         self.index: int | None = None
         """The item being read (for errors), set by the caller."""
 
@@ -134,10 +137,8 @@ class JsonReader:
             raise JsonStreamError("not UTF-8 text", None, None, self._bad, self.index)
         if self._eof:
             return False
-        if self._mark > _CHUNK:  # drop what is consumed
-            self._sync(self._pos)
-            self._text, self._pos, self._mark = self._text[self._pos :], 0, 0
-            self._ascii = self._text.isascii()
+        if self._pos > _CHUNK:
+            self._drop()
         raw = self._file.read(max(at_least, self._chunk or _CHUNK))
         data, self._pending = self._pending + raw, b""
         try:
@@ -154,47 +155,53 @@ class JsonReader:
         self._text += text
         return bool(raw) or bool(text)
 
-    def _sync(self, pos: int) -> None:
-        """Move the known byte offset and line to ``pos`` (at or after the mark)."""
-        mark = self._mark
-        if pos > mark:
-            text = self._text
-            if self._ascii:
-                self._mark_bytes += pos - mark
-            else:
-                self._mark_bytes += len(text[mark:pos].encode("utf-8", "surrogatepass"))
-            lines = text.count("\n", mark, pos)
-            if lines:
-                self._mark_line += lines
-                self._newline = self._mark_chars + text.rfind("\n", mark, pos) - mark
-            self._mark_chars += pos - mark
-            self._mark = pos
+    def _drop(self) -> None:
+        """Drop the consumed text, keeping the offsets and lines of what follows."""
+        pos, text = self._pos, self._text
+        self._base_bytes = self._offset(pos)
+        self._base_line += text.count("\n", 0, pos)
+        last = text.rfind("\n", 0, pos)
+        self._base_newline = self._base_chars + last if last >= 0 else self._base_newline
+        self._base_chars += pos
+        self._text, self._pos = text[pos:], 0
+        self._mark, self._mark_bytes = 0, self._base_bytes
+        self._ascii = self._text.isascii()
 
-    def _place(self, pos: int) -> tuple[int, int, int]:
-        """Return ``(byte offset, line, column)`` of ``pos`` without moving the mark."""
+    def _offset(self, pos: int) -> int:
+        """The byte offset of the buffer's position ``pos``."""
+        if self._ascii:
+            return self._base_bytes + pos
+        if pos < self._mark:  # behind the mark (an error placed back): count from the start
+            head = self._text[:pos]
+            return self._base_bytes + len(head.encode("utf-8", "surrogatepass"))
         piece = self._text[self._mark : pos]
-        offset = self._mark_bytes + len(piece.encode("utf-8", "surrogatepass"))
-        line = self._mark_line + piece.count("\n")
-        last = piece.rfind("\n")
-        newline = self._mark_chars + last if last >= 0 else self._newline
-        return offset, line, self._mark_chars + len(piece) - newline
+        self._mark_bytes += len(piece.encode("utf-8", "surrogatepass"))
+        self._mark = pos
+        return self._mark_bytes
 
     def _error(self, reason: str, pos: int) -> JsonStreamError:
-        offset, line, column = self._place(min(pos, len(self._text)))
-        return JsonStreamError(reason, line, column, offset, self.index)
+        pos = min(pos, len(self._text))
+        text = self._text
+        line = self._base_line + text.count("\n", 0, pos)
+        last = text.rfind("\n", 0, pos)
+        newline = self._base_chars + last if last >= 0 else self._base_newline
+        column = self._base_chars + pos - newline
+        return JsonStreamError(reason, line, column, self._offset(pos), self.index)
 
-    def position(self) -> tuple[int, int]:
-        """Return ``(byte offset, line)`` of the read position."""
-        self._sync(self._pos)
-        return self._mark_bytes, self._mark_line
+    def offset(self) -> int:
+        """The byte offset of the read position."""
+        return self._offset(self._pos)
 
     def peek(self) -> str:
         """Skip whitespace; return the next character (``""`` at the end of the file)."""
         while True:
-            match = _SPACE.match(self._text, self._pos)
-            self._pos = match.end() if match else self._pos
-            if self._pos < len(self._text):
-                return self._text[self._pos]
+            text, pos = self._text, self._pos
+            if pos < len(text) and text[pos] not in _SPACES:
+                return text[pos]
+            match = _SPACE.match(text, pos)
+            self._pos = match.end() if match else pos
+            if self._pos < len(text):
+                return text[self._pos]
             if not self._fill():
                 return ""
 
@@ -217,21 +224,22 @@ class JsonReader:
         """
         self.peek()
         while True:
+            text, pos = self._text, self._pos
             try:
-                value, end = _DECODER.raw_decode(self._text, self._pos)
+                value, end = _DECODER.raw_decode(text, pos)
             except json.JSONDecodeError as exc:
                 if self._could_be_cut(exc) and not self._eof:
-                    self._fill(len(self._text) - self._pos)  # the buffer doubles
+                    self._fill(len(text) - pos)  # the buffer doubles
                     continue
                 raise self._error(exc.msg, exc.pos) from exc
             except RecursionError as exc:
-                raise self._error("nested too deep", self._pos) from exc
-            if end > len(self._text) - _TAIL and not self._eof:
+                raise self._error("nested too deep", pos) from exc
+            if end > len(text) - _TAIL and not self._eof:
                 self._fill()  # a value may go on past the buffer's end ("1." of "1.5")
                 continue
-            start, line = self.position()
+            start = self._offset(pos)
             self._pos = end
-            return JsonItem(value, start, self.position()[0], line)
+            return JsonItem(value, start, self._offset(end))
 
     def _could_be_cut(self, exc: json.JSONDecodeError) -> bool:
         return exc.pos >= len(self._text) - _TAIL or exc.msg.startswith("Unterminated string")
@@ -304,7 +312,7 @@ class JsonReader:
         :meth:`array_items`): the file is read again from the span's start only (give
         the reader the span's length as its ``chunk``).
         """
-        while self.peek() not in ("", "]") and self.position()[0] < end:
+        while self.peek() not in ("", "]") and self.offset() < end:
             yield self.value()
             if self.peek() == ",":
                 self._pos += 1
