@@ -65,30 +65,16 @@ def has_data_line(file: IO[bytes]) -> bool:
     return False
 
 
-def _lines(file: IO[bytes], start: int, line: int) -> Iterator[tuple[int, int, bytes]]:
-    """Yield ``(byte offset, line number, line bytes)`` from ``start`` on."""
-    file.seek(start)
-    offset = start
-    if start == 0:
-        head = file.read(len(BOM))
-        offset = len(BOM) if head == BOM else 0
-        file.seek(offset)
-    number = line
-    for raw in file:
-        if b"\r" not in raw:  # the common case: one line ending in "\n"
-            yield offset, number, raw[:-1] if raw.endswith(b"\n") else raw
-            number += 1
-            offset += len(raw)
-            continue
-        at = 0
-        for match in _BREAK.finditer(raw):
-            yield offset + at, number, raw[at : match.start()]
-            number += 1
-            at = match.end()
-        if at < len(raw):  # the last line, without a line break
-            yield offset + at, number, raw[at:]
-            number += 1
-        offset += len(raw)
+def _pieces(raw: bytes, offset: int) -> list[tuple[int, bytes]]:
+    """The lines of one read that holds a CR too (CR, LF or CRLF ends), with their offsets."""
+    found: list[tuple[int, bytes]] = []
+    at = 0
+    for match in _BREAK.finditer(raw):
+        found.append((offset + at, raw[at : match.start()]))
+        at = match.end()
+    if at < len(raw):  # the last line, without a line break
+        found.append((offset + at, raw[at:]))
+    return found
 
 
 def sse_items(
@@ -105,26 +91,40 @@ def sse_items(
     Raises:
         SseDecodeError: If a line is not UTF-8 text.
     """
+    file.seek(start)
+    offset = start
+    if start == 0:
+        offset = len(BOM) if file.read(len(BOM)) == BOM else 0
+        file.seek(offset)
+    stop = end if end is not None else -1
     data: list[str] = []
     first = (0, 0)
-    for offset, number, raw in _lines(file, start, line):
-        if not raw:
-            found = _block("\n".join(data), *first) if data else None
-            if found is not None:
-                yield found
-            data = []
-            continue
-        if not data and end is not None and offset >= end:
-            return
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise SseDecodeError(number, exc.start) from exc
-        field, _, value = text.partition(":")
-        if field == "data":
-            if not data:
-                first = (offset, number)
-            data.append(value.removeprefix(" "))
+    number = line
+    for read in file:
+        if b"\r" in read:
+            pieces = _pieces(read, offset)
+        else:  # the common case: one line ending in "\n"
+            pieces = [(offset, read[:-1] if read.endswith(b"\n") else read)]
+        offset += len(read)
+        for at, raw in pieces:
+            number += 1
+            if not raw:
+                found = _block("\n".join(data), *first) if data else None
+                if found is not None:
+                    yield found
+                data = []
+                continue
+            if not data and stop >= 0 and at >= stop:
+                return
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise SseDecodeError(number - 1, exc.start) from exc
+            field, _, value = text.partition(":")
+            if field == "data":
+                if not data:
+                    first = (at, number - 1)
+                data.append(value[1:] if value.startswith(" ") else value)
     found = _block("\n".join(data), *first) if data else None
     if found is not None:
         yield found
