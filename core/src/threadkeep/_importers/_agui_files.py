@@ -25,7 +25,7 @@ field missing even after the dialect rules, found when the run is read) and SSE 
 blocks that are not JSON (keep-alives) are skipped, counted in one warning per file (per
 run, for the second kind). Other files that are not UTF-8 text are skipped with a note.
 
-The files are read in outline first (``_agui_read``: digests, where each run is, the
+The files are read in outline first (``_agui_stream``: digests, where each run is, the
 requests checked); a run's events and its request are read again only when the run is
 imported, so memory holds one run at a time, not the input.
 """

@@ -288,7 +288,7 @@ def lines_outline(
             items += 1
     splitter.close(offset)
     if documents and items == 1 and first_is_document:
-        return None  # one object without a type: a request or named streams, read whole
+        return None  # one object without a type: a request or named streams, a document
     text_digest = hasher.hexdigest()[:16]
     found = [Recording(name, splitter.segments, digest=text_digest)] if splitter.segments else []
     return finish(path, found, notes, strict=strict, sse=False)

@@ -6,11 +6,11 @@ with a note each), request/response turn files paired by name, or loose streams 
 array, JSON Lines, ``data:`` SSE, an object of named streams). Every file is read and
 checked, in outline, before anything is written: a malformed AG-UI file refuses the
 import, naming the file and line. Each run is read again, in full, when it is written
-(``_agui_read``), so memory holds a batch of runs, not the input. A chat is written whole
-or not at all (one ``load_chats`` batch; on the ordinary path its proof is written last,
-and a re-run completes what an interrupted import left, skipping the runs it stored);
-a file that changed between the two reads stops the import at its run, the chats written
-before it staying.
+(``_agui_stream``: every layout streamed), so memory holds a batch of runs, not the input.
+A chat is written whole or not at all (one ``load_chats`` batch; on the ordinary path its
+proof is written last, and a re-run completes what an interrupted import left, skipping
+the runs it stored); a file that changed between the two reads stops the import at its
+run, the chats written before it staying.
 
 A stream splits into runs at each ``RUN_STARTED``; each run is folded by
 :class:`threadkeep.agui.StorageAgent` (``write_policy="buffered"``) exactly as a live run,
