@@ -1,5 +1,7 @@
 """``import --format agui`` holds one write batch of runs, not its input (issue 11, "Speed").
 
+Every layout is streamed (JSON Lines a line at a time, a JSON array an item at a time,
+SSE a block at a time), so one file of 800 runs costs what one of 100 does.
 The import reads its files in outline first (digests and where each run is), then reads
 each run again when it writes it; what it holds at once is one ``load_chats`` batch. So the
 peak of Python memory (``tracemalloc``) of an import of eight times as many runs is about
@@ -50,6 +52,31 @@ def one_big_file(root: Path, runs: int) -> Path:
     return path
 
 
+def one_array_file(root: Path, runs: int) -> Path:
+    """One JSON array (on one line, as .NET and JS recorders write it) of ``runs`` runs."""
+    root.mkdir(parents=True)
+    path = root / "events.json"
+    with path.open("w", encoding="utf-8") as out:
+        out.write("[")
+        for index in range(runs):
+            events = run_events(index)
+            out.write(("," if index else "") + ",".join(json.dumps(e) for e in events))
+        out.write("]")
+    return path
+
+
+def one_sse_file(root: Path, runs: int) -> Path:
+    """One server-sent-events file of ``runs`` runs (``id:`` fields and comments too)."""
+    root.mkdir(parents=True)
+    path = root / "events.sse"
+    with path.open("w", encoding="utf-8") as out:
+        for index in range(runs):
+            out.write(": keep-alive\n\n")
+            for number, event in enumerate(run_events(index)):
+                out.write(f"id: {index}-{number}\ndata: {json.dumps(event)}\n\n")
+    return path
+
+
 def run_folders(root: Path, runs: int) -> Path:
     """A folder per run: ``request.json`` (the prompt) beside ``response.jsonl``."""
     for index in range(runs):
@@ -76,7 +103,9 @@ async def import_peak(path: Path, database: Path) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize(
-    ("layout", "per_run"), [(one_big_file, 1), (run_folders, 2)], ids=["one-file", "folders"]
+    ("layout", "per_run"),
+    [(one_big_file, 1), (one_array_file, 1), (one_sse_file, 1), (run_folders, 2)],
+    ids=["one-file", "one-array", "one-sse", "folders"],
 )
 async def test_memory_does_not_grow_with_the_number_of_runs(
     tmp_path: Path,

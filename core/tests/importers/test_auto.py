@@ -119,3 +119,16 @@ async def test_a_folder_with_nothing_known_is_an_error(store, tmp_path):
     (tmp_path / "a.txt").write_text("x", encoding="utf-8")
     with pytest.raises(InvalidArgument, match="holds no file of a known format"):
         await import_auto(store, tmp_path, user_id=USER)
+
+
+def test_a_one_line_document_is_told_by_its_first_item_only(tmp_path: Path) -> None:
+    """The sample is read an item at a time: what follows the first item is not read whole."""
+    event = json.dumps({"type": "RUN_STARTED", "threadId": "t", "runId": "r"})
+    path = tmp_path / "events.json"
+    path.write_text("[" + event + ", " + '"' + "x" * (2 << 20))  # an unterminated 2 MB string
+    assert detect_format(path) == "agui"
+    streams = tmp_path / "streams.json"
+    streams.write_text(
+        json.dumps({"a": [json.loads(event)] * 3, "b": [json.loads(event)]}, indent=1)
+    )
+    assert detect_format(streams) == "agui"

@@ -40,11 +40,16 @@ from .._store_load import _for_chat as for_chat
 if TYPE_CHECKING:
     from .._store import Store
 
-__all__ = ["CHAT_PROOF", "RecordingStore", "Unsupported", "chat_proof"]
+__all__ = ["CHAT_PROOF", "NAMES", "RecordingStore", "Unsupported", "chat_proof"]
 
 CHAT_PROOF = "agui_import"
 """Chat ``metadata`` key of the proof that an import stored all of a chat's runs:
-``{"digest": ..., "counts": {"messages": n, "tool_calls": m}}``."""
+``{"digest": ..., "counts": {"messages": n, "tool_calls": m}, "names": NAMES}``."""
+
+NAMES = "path"
+"""The proof's ``names``: the chat's recordings are named by their paths under the imported
+directory. A proof without it was written by an import that named a loose file by its file
+name alone (before session 25); see ``agui._keep_old_keys``."""
 
 _MAPPING = "agui-1"
 """Part of every chat proof: change it when the fold's results change for the same stream."""

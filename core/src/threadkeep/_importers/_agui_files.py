@@ -7,8 +7,15 @@ Layouts (see ``docs/cli.md``):
   (``metadata.json``, ``summary.json``...), which are skipped with a one-line note each. The
   recording's name is its folder's path under the imported directory;
 - turn files paired by name (``X#Turn_01.02.Request.Client...json`` with
-  ``X#Turn_01.06.Response.Server...json``); the recording's name is the file name up to ``#``;
+  ``X#Turn_01.06.Response.Server...json``);
 - loose stream files (a JSON array, JSON Lines, ``data:`` SSE, or an object of named streams).
+
+A recording that is not a run folder is named by its file's path under the imported
+directory, the file name cut at a ``#`` turn suffix (``a/X#Turn_01...json`` is ``a/X``,
+``a/run.jsonl`` is ``a/run.jsonl``; a named stream is ``<path>#<stream>``); a file directly
+under it, or named directly, by its file name (as before). Imports before session 25 named
+a file in a subfolder by its file name alone: ``Recording.legacy`` keeps that name, so that
+a re-import of such an import finds its chats (``agui._keep_old_keys``).
 
 A malformed AG-UI file (a JSON Lines file of events with a line that is not JSON, a request
 that is not a ``RunAgentInput``, a run folder's request or response that is not UTF-8
@@ -18,7 +25,7 @@ field missing even after the dialect rules, found when the run is read) and SSE 
 blocks that are not JSON (keep-alives) are skipped, counted in one warning per file (per
 run, for the second kind). Other files that are not UTF-8 text are skipped with a note.
 
-The files are read in outline first (``_agui_read``: digests, where each run is, the
+The files are read in outline first (``_agui_stream``: digests, where each run is, the
 requests checked); a run's events and its request are read again only when the run is
 imported, so memory holds one run at a time, not the input.
 """
@@ -32,8 +39,9 @@ from pathlib import Path
 from ag_ui.core import BaseEvent, RunAgentInput
 
 from .._errors import InvalidArgument
-from ._agui_read import Recording, Span, SpanReader, outline_file
+from ._agui_read import Recording, Span
 from ._agui_request import RequestRef, digest, normalize_request
+from ._agui_stream import SpanReader, outline_file
 
 __all__ = [
     "Recording",
@@ -101,7 +109,8 @@ def read_recordings(path: Path) -> list[Recording]:
         if not files:
             kinds = ", ".join(sorted(_SUFFIXES))
             raise InvalidArgument(f"{path} holds no stream files ({kinds})")
-        found = _paired(path, [(f, _read(f, root=path, strict=False)) for f in files])
+        read = [(f, _read(f, root=path, loose_root=path, strict=False)) for f in files]
+        found = _paired(path, read)
         if not found:
             msg = f"no file in {path} holds AG-UI events or a request ({len(files)} read)"
             raise InvalidArgument(msg)
@@ -110,7 +119,8 @@ def read_recordings(path: Path) -> list[Recording]:
         raise InvalidArgument(f"{path}: no such file or directory")
     root = path.parent.parent
     files = [path, *_siblings(path)]
-    return _paired(root, [(f, _read(f, root=root, strict=f == path)) for f in files])
+    read = [(f, _read(f, root=root, loose_root=path.parent, strict=f == path)) for f in files]
+    return _paired(root, read)
 
 
 def _pair_of(path: Path) -> tuple[tuple[Path, str], str] | None:
@@ -137,22 +147,39 @@ def _siblings(path: Path) -> list[Path]:
     )
 
 
-def _name(path: Path, root: Path) -> str:
+def _names(path: Path, root: Path) -> tuple[str, str, str]:
+    """Return the file's recording name, its label, and the name imports before gave it.
+
+    The label (its path under ``root``) names an object of named streams' recordings;
+    see the module docstring for the rule.
+    """
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        relative = Path(path.name)
     pair = _pair_of(path)
     if pair is not None and pair[0][1] == _FOLDER:
-        try:
-            relative = path.parent.relative_to(root).as_posix()
-        except ValueError:
-            relative = path.parent.name
-        return relative if relative not in ("", ".") else path.parent.name or "recording"
-    return path.name.split("#", 1)[0]
+        folder = relative.parent.as_posix()
+        name = folder if folder not in ("", ".") else path.parent.name or "recording"
+        return name, relative.as_posix(), name
+    short = path.name.split("#", 1)[0]
+    return (relative.parent / short).as_posix(), relative.as_posix(), short
 
 
-def _read(path: Path, *, root: Path, strict: bool) -> list[Recording]:
+def _read(path: Path, *, root: Path, loose_root: Path, strict: bool) -> list[Recording]:
     """Read one file in outline; a file that is not AG-UI gives ``[]`` and a note."""
     pair = _pair_of(path)
     folder = pair is not None and pair[0][1] == _FOLDER
-    return outline_file(path, name=_name(path, root), strict=strict, pair=folder)
+    name, label, legacy = _names(path, root if folder else loose_root)
+    found = outline_file(path, name=name, label=label, strict=strict, pair=folder)
+    for recording in found:
+        old = recording.name
+        if old == name:
+            old = legacy
+        elif old.startswith(label + "#"):  # a named stream
+            old = path.name + old[len(label) :]
+        recording.legacy = old if old != recording.name else None
+    return found
 
 
 def _paired(root: Path, read: list[tuple[Path, list[Recording]]]) -> list[Recording]:

@@ -19,7 +19,7 @@ from .._models import Message
 from .._store_chat_load import ChatLoad
 from ..agui._agent import StorageAgent
 from . import ImportReport
-from ._agui_bulk import CHAT_PROOF, RecordingStore, Unsupported, new_chat
+from ._agui_bulk import CHAT_PROOF, NAMES, RecordingStore, Unsupported, new_chat
 from ._agui_files import RunRecord
 from ._bulk import WRITE_CHATS, WRITE_MESSAGES
 
@@ -160,7 +160,7 @@ class RunBatch:
             messages=messages,
             runs=recorder.runs,
             steps=recorder.steps,
-            proof={CHAT_PROOF: {"digest": proof, "counts": counts}},
+            proof={CHAT_PROOF: {"digest": proof, "counts": counts, "names": NAMES}},
         )
         self.pending.append((item, runs, thread_key, present))
         self.size += len(messages)

@@ -1,23 +1,19 @@
-"""Reading one AG-UI recording file for the import: its outline first, a run's events later.
+"""The outline of an AG-UI recording file: its runs' spans, split as they come; JSON Lines.
 
-The import reads every file twice, so that memory holds one run at a time, not the input:
+The import reads every file twice, so that memory holds one run at a time, not the input
+(``_agui_stream`` dispatches on the layout and reads a run's span again):
 
-1. :func:`outline_file` reads a file once and keeps only its outline: the digest of its
-   text, where each run's events are (a :class:`Span`: byte offsets, or item positions),
+1. the outline keeps the digest of the file's text (SHA-256 of its bytes, BOM excluded,
+   hashed as they stream), where each run's events are (a :class:`Span`: byte offsets),
    the ids of each run's first ``RUN_STARTED``, and for a request file the request's ids
    (the request is checked, then dropped). Items are decoded as JSON; only the run
    lifecycle events (``RUN_STARTED``/``RUN_FINISHED``/``RUN_ERROR``) are parsed, which is
-   all the split into runs needs. A malformed file is found here, before anything is
-   written.
-2. :meth:`SpanReader.events` reads one run's span again and parses its events in full
-   (``agui._wire.parse_event``); items that do not parse as events are skipped with one
-   warning per run.
+   all the split into runs needs (:class:`Splitter`). A malformed file is found here,
+   before anything is written (:func:`finish`).
+2. the second pass reads one run's span again and parses its events in full.
 
-A JSON Lines file is streamed a line at a time (a line of any size; only that line is
-held), in both passes. A file that is one JSON document (an array, a pretty-printed object,
-an object of named streams) or server-sent events is read a file at a time (its items are
-held while it is read); the second pass keeps the last such file read, so the runs of one
-file cost one read. Record big inputs as JSON Lines.
+This module holds the outline's types and the JSON Lines reading (:func:`lines_outline`:
+a line at a time, a line of any size; only that line is held).
 """
 
 from __future__ import annotations
@@ -32,13 +28,28 @@ from typing import Any
 from ag_ui.core import BaseEvent, RunErrorEvent, RunFinishedEvent, RunStartedEvent
 
 from .._errors import InvalidArgument
-from ..agui._wire import parse_event, read_event_text
-from ._agui_request import RequestRef, digest, normalize_request
+from ..agui._wire import parse_event
+from ._agui_request import RequestRef
 
-__all__ = ["Recording", "Segment", "Span", "SpanReader", "outline_file"]
+__all__ = [
+    "BOM",
+    "Notes",
+    "Recording",
+    "Segment",
+    "Span",
+    "Splitter",
+    "finish",
+    "is_json_lines",
+    "lines_outline",
+    "outline_event",
+    "stamp_of",
+]
 
 _log = logging.getLogger("threadkeep.import")
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"
+_FIRST_LINE = 1 << 20
+"""How much of a file's first line :func:`is_json_lines` reads: a longer first line is a
+one-line JSON document (or a JSON Lines file whose first line says so only when read as one)."""
 _LIFECYCLE = frozenset({"RUN_STARTED", "RUN_FINISHED", "RUN_ERROR"})
 _NOT_EVENT = "an AG-UI event is a JSON object with a string 'type'"
 
@@ -50,11 +61,13 @@ class Span:
     Attributes:
         path: The file (its name: a ``Path`` per run would weigh more than the span).
         key: The named stream of an object of streams, else ``None``.
-        start: The first item: a byte offset (``streamed``) or an item position.
+        start: The byte offset of the first item.
         end: Past the last item, in the same unit.
         index: The position of the first item in the file (warnings name it).
         line: The line of the first item (``None`` in a JSON document).
-        streamed: The file is JSON Lines, read a line at a time.
+        layout: How the file is read again: ``"lines"`` (JSON Lines, ``start``/``end``
+            byte offsets), ``"json"`` (the items of a JSON document's array, byte offsets)
+            or ``"sse"`` (server-sent events, the byte offsets of ``data:`` blocks).
         stamp: The file's size and modification time when it was outlined.
     """
 
@@ -64,7 +77,7 @@ class Span:
     end: int
     index: int
     line: int | None
-    streamed: bool
+    layout: str
     stamp: tuple[int, int]
 
 
@@ -83,6 +96,8 @@ class Recording:
 
     Attributes:
         name: The recording's name (scopes its chat: see ``docs/cli.md``).
+        legacy: The name an import before session 25 gave it, where it differs (a loose
+            file in a subfolder was named by its file name alone), else ``None``.
         segments: Its runs, in order (split as the live wrapper would see them).
         request: The checked request beside it, if any.
         digest: A hash of the files' text (a run's content identity).
@@ -92,15 +107,17 @@ class Recording:
     segments: list[Segment] = field(default_factory=list)
     request: RequestRef | None = None
     digest: str = ""
+    legacy: str | None = None
 
 
-def _stamp(path: Path) -> tuple[int, int]:
+def stamp_of(path: Path) -> tuple[int, int]:
+    """The file's size and modification time (a change between the passes is refused)."""
     info = path.stat()
     return info.st_size, info.st_mtime_ns
 
 
 @dataclass
-class _Splitter:
+class Splitter:
     """Splits a file's events into runs as they come (the rule of ``_segments`` before).
 
     A ``RUN_STARTED`` starts a new run only when the current one has started already and
@@ -111,7 +128,7 @@ class _Splitter:
 
     path: Path
     key: str | None
-    streamed: bool
+    layout: str
     stamp: tuple[int, int]
     segments: list[Segment] = field(default_factory=list)
     run_id: str | None = None
@@ -137,14 +154,14 @@ class _Splitter:
         if self.opened is None:
             return
         start, index, line = self.opened
-        span = Span(str(self.path), self.key, start, end, index, line, self.streamed, self.stamp)
+        span = Span(str(self.path), self.key, start, end, index, line, self.layout, self.stamp)
         started = self.started
         ids = (started.thread_id, started.run_id) if started is not None else (None, None)
         self.segments.append(Segment(span, *ids))
         self.opened, self.started = None, None
 
 
-def _outline_event(item: Any) -> BaseEvent | str | None:
+def outline_event(item: Any) -> BaseEvent | str | None:
     """An item as the outline reads it.
 
     Returns:
@@ -163,57 +180,44 @@ def _outline_event(item: Any) -> BaseEvent | str | None:
 
 
 @dataclass
-class _Outline:
-    """What :func:`outline_file` gathers about one file's items."""
+class Notes:
+    """What the outline of one file gathers about its items that are not events.
+
+    Attributes:
+        skipped: The first item skipped as not an event (a note, for the warning).
+        skipped_count: How many were.
+        problems: Items that are not JSON (``"line N: ..."``): an error in a file of
+            events (a warning in SSE), see :func:`finish`.
+    """
 
     skipped: list[str] = field(default_factory=list)
     skipped_count: int = 0
     problems: list[str] = field(default_factory=list)
 
     def skip(self, note: str) -> None:
+        """Count an item that is not an event (``note`` says which and why)."""
         self.skipped_count += 1
         if not self.skipped:
             self.skipped.append(note)
 
 
-def outline_file(path: Path, *, name: str, strict: bool, pair: bool) -> list[Recording]:
-    """Read one file in outline (see the module docstring).
+def is_json_lines(path: Path) -> bool:
+    """Whether the file's first non-blank line is a JSON object on its own.
 
-    Args:
-        path: The file.
-        name: The recording's name.
-        strict: The file was named directly: holding no AG-UI is an error, not a note.
-        pair: It is a request or response of a pair (a run folder's ``request.json``):
-            a file that is not UTF-8 text is an error naming it, not a note.
-
-    Returns:
-        The file's recordings (``[]`` for a file that is not AG-UI, after a note).
+    At most :data:`_FIRST_LINE` bytes of that line are read (a one-line document of any
+    size is not read whole here).
 
     Raises:
-        InvalidArgument: If the file cannot be read, is an AG-UI file that is malformed
-            (a line that is not JSON: the message names the file and line; a request that
-            is not a ``RunAgentInput``), or (``strict``) holds no AG-UI events or request.
+        OSError: If the file cannot be read.
     """
-    try:
-        stamp = _stamp(path)
-        streamed = _is_json_lines(path)
-    except OSError as exc:
-        raise InvalidArgument(f"cannot read {path}: {exc}") from exc
-    if streamed:
-        found = _stream_outline(path, name, stamp, strict=strict, pair=pair)
-        if found is not None:
-            return found
-    return _whole_outline(path, name, stamp, strict=strict, pair=pair)
-
-
-def _is_json_lines(path: Path) -> bool:
-    """Whether the file's first non-blank line is a JSON object on its own."""
     with path.open("rb") as file:
-        for number, raw in enumerate(file):
-            line = raw.removeprefix(_BOM) if number == 0 else raw
+        number = 0
+        while raw := file.readline(_FIRST_LINE):
+            line = raw.removeprefix(BOM) if number == 0 else raw
+            number += 1
             if not line.strip():
                 continue
-            if not line.lstrip().startswith(b"{"):
+            if not line.lstrip().startswith(b"{") or (not raw.endswith(b"\n") and file.read(1)):
                 return False
             try:
                 return isinstance(json.loads(line.decode("utf-8")), dict)
@@ -222,13 +226,29 @@ def _is_json_lines(path: Path) -> bool:
     return False
 
 
-def _stream_outline(
-    path: Path, name: str, stamp: tuple[int, int], *, strict: bool, pair: bool
+def lines_outline(
+    path: Path, name: str, stamp: tuple[int, int], *, strict: bool, pair: bool, documents: bool
 ) -> list[Recording] | None:
-    """The outline of a JSON Lines file read a line at a time; ``None``: read it whole."""
+    """The outline of a JSON Lines file read a line at a time.
+
+    Args:
+        path: The file.
+        name: The recording's name.
+        stamp: :func:`stamp_of` the file.
+        strict: The file was named directly (see :func:`finish`).
+        pair: It is a run folder's request or response (not UTF-8: an error).
+        documents: Return ``None`` for a file that is one JSON object without a ``type``
+            (a request or named streams: read as a document instead).
+
+    Returns:
+        Its recordings (``[]``: not AG-UI, after a note), or ``None`` (see ``documents``).
+
+    Raises:
+        InvalidArgument: As :func:`finish`; a line that is not UTF-8 in an AG-UI file.
+    """
     hasher = hashlib.sha256()
-    splitter = _Splitter(path, None, True, stamp)
-    notes = _Outline()
+    splitter = Splitter(path, None, "lines", stamp)
+    notes = Notes()
     items = 0
     offset = 0
     first_is_document = False
@@ -237,8 +257,8 @@ def _stream_outline(
             start = offset
             offset += len(read)
             raw = read
-            if number == 1 and read.startswith(_BOM):
-                raw, start = read[len(_BOM) :], len(_BOM)
+            if number == 1 and read.startswith(BOM):
+                raw, start = read[len(BOM) :], len(BOM)
             hasher.update(raw)
             try:
                 text = raw.decode("utf-8")
@@ -260,24 +280,39 @@ def _stream_outline(
                 continue
             if items == 0:
                 first_is_document = isinstance(item, dict) and "type" not in item
-            outlined = _outline_event(item)
+            outlined = outline_event(item)
             if isinstance(outlined, str):
                 notes.skip(f"event {items} (line {number}): {outlined}")
             else:
                 splitter.add(outlined, start, items, number)
             items += 1
     splitter.close(offset)
-    if items == 1 and first_is_document:
-        return None  # one object without a type: a request or named streams, read whole
+    if documents and items == 1 and first_is_document:
+        return None  # one object without a type: a request or named streams, a document
     text_digest = hasher.hexdigest()[:16]
     found = [Recording(name, splitter.segments, digest=text_digest)] if splitter.segments else []
-    return _finish(path, found, notes, strict=strict, sse=False)
+    return finish(path, found, notes, strict=strict, sse=False)
 
 
-def _finish(
-    path: Path, found: list[Recording], notes: _Outline, *, strict: bool, sse: bool
+def finish(
+    path: Path, found: list[Recording], notes: Notes, *, strict: bool, sse: bool
 ) -> list[Recording]:
-    """Refuse a malformed file, note a file that is not AG-UI, warn about skipped items."""
+    """Refuse a malformed file, note a file that is not AG-UI, warn about skipped items.
+
+    Args:
+        path: The file.
+        found: Its recordings.
+        notes: What was skipped.
+        strict: The file was named directly: holding no AG-UI is an error.
+        sse: The file is SSE: blocks that are not JSON are warned about, not refused.
+
+    Returns:
+        ``found`` (``[]`` for a file that holds no AG-UI, after a note).
+
+    Raises:
+        InvalidArgument: If ``found`` has runs and an item is not JSON (not SSE), or
+            (``strict``) nothing was found.
+    """
     skipped = notes.skipped
     count = notes.skipped_count
     if found and notes.problems:
@@ -303,139 +338,3 @@ def _finish(
         shown = f"{count} item{'s' if count > 1 else ''}"
         _log.warning("%s: %s skipped as not AG-UI events (first: %s)", path, shown, skipped[0])
     return found
-
-
-def _whole_outline(
-    path: Path, name: str, stamp: tuple[int, int], *, strict: bool, pair: bool
-) -> list[Recording]:
-    """The outline of a file read whole (a JSON document, SSE, or anything else)."""
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise InvalidArgument(f"cannot read {path}: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        if strict or pair:
-            msg = f"{path} is not UTF-8 text (byte {exc.start}); it is not an AG-UI file"
-            raise InvalidArgument(msg) from exc
-        _log.warning("skipped %s: not an AG-UI file (not UTF-8 text)", path)
-        return []
-    parsed = read_event_text(text) if text.strip() else None
-    notes = _Outline(problems=list(parsed.problems) if parsed else [])
-    items = parsed.items if parsed else []
-    lines = parsed.lines if parsed else []
-    text_digest = digest(text)
-    found: list[Recording] = []
-    if len(items) == 1 and isinstance(items[0], dict) and "type" not in items[0]:
-        document = items[0]
-        if isinstance(document.get("messages"), list):
-            request = normalize_request(document, where=str(path))
-            ref = RequestRef(str(path), request.thread_id, request.run_id)
-            found = [Recording(name, request=ref, digest=text_digest)]
-            return _finish(path, found, notes, strict=strict, sse=bool(parsed and parsed.sse))
-        if document and all(isinstance(v, list) for v in document.values()):
-            for key, value in document.items():
-                splitter = _Splitter(path, key, False, stamp)
-                _outline_items(value, [None] * len(value), splitter, notes, f"{key}: ")
-                recording = Recording(f"{path.name}#{key}", digest=digest(text_digest, key))
-                recording.segments = splitter.segments
-                found += [recording] if recording.segments else []
-            return _finish(path, found, notes, strict=strict, sse=bool(parsed and parsed.sse))
-    splitter = _Splitter(path, None, False, stamp)
-    _outline_items(items, lines, splitter, notes)
-    if splitter.segments:
-        found = [Recording(name, splitter.segments, digest=text_digest)]
-    return _finish(path, found, notes, strict=strict, sse=bool(parsed and parsed.sse))
-
-
-def _outline_items(
-    items: list[Any],
-    lines: list[int | None],
-    splitter: _Splitter,
-    notes: _Outline,
-    prefix: str = "",
-) -> None:
-    for index, item in enumerate(items):
-        line = lines[index] if index < len(lines) else None
-        outlined = _outline_event(item)
-        if isinstance(outlined, str):
-            where = f" (line {line})" if line is not None else ""
-            notes.skip(f"{prefix}event {index}{where}: {outlined}")
-        else:
-            splitter.add(outlined, index, index, line)
-    splitter.close(len(items))
-
-
-class SpanReader:
-    """Reads runs' events again, in full (pass 2); keeps the last file read whole."""
-
-    def __init__(self) -> None:
-        self._document: tuple[str, list[Any] | dict[str, Any]] | None = None
-        self._lines: list[int | None] = []
-
-    def events(self, span: Span) -> list[BaseEvent]:
-        """The events of one run, parsed; items that are not events are skipped (warned).
-
-        Raises:
-            InvalidArgument: If the file changed since it was outlined.
-        """
-        try:
-            changed = _stamp(Path(span.path)) != span.stamp
-        except OSError:
-            changed = True
-        if changed:
-            msg = f"{span.path} changed during the import; import it again"
-            raise InvalidArgument(msg)
-        skipped: list[str] = []
-        events: list[BaseEvent] = []
-        items = self._streamed(span) if span.streamed else self._items(span)
-        for index, line, item in items:
-            if not isinstance(item, dict) or not isinstance(item.get("type"), str):
-                continue  # noted when the file was outlined
-            try:
-                events.append(parse_event(item))
-            except InvalidArgument as exc:
-                where = f" (line {line})" if line is not None else ""
-                prefix = f"{span.key}: " if span.key is not None else ""
-                skipped.append(f"{prefix}event {index}{where}: {exc}")
-        if skipped:
-            count = f"{len(skipped)} item{'s' if len(skipped) > 1 else ''}"
-            _log.warning(
-                "%s: %s skipped as not AG-UI events (first: %s)", span.path, count, skipped[0]
-            )
-        return events
-
-    def _streamed(self, span: Span) -> list[tuple[int, int | None, Any]]:
-        found: list[tuple[int, int | None, Any]] = []
-        index, line = span.index, span.line or 1
-        with open(span.path, "rb") as file:
-            file.seek(span.start)
-            position = span.start
-            while position < span.end:
-                raw = file.readline()
-                if not raw:
-                    break
-                position += len(raw)
-                text = raw.decode("utf-8")
-                if text.strip():
-                    found.append((index, line, json.loads(text)))
-                    index += 1
-                line += 1
-        return found
-
-    def _items(self, span: Span) -> list[tuple[int, int | None, Any]]:
-        held = self._document
-        if held is None or held[0] != span.path:
-            text = Path(span.path).read_bytes().decode("utf-8-sig")
-            parsed = read_event_text(text)
-            document: list[Any] | dict[str, Any] = parsed.items
-            if span.key is not None:
-                document = parsed.items[0]
-            self._document = held = (span.path, document)
-            self._lines = parsed.lines
-        document = held[1]
-        items = document if isinstance(document, list) else document[span.key or ""]
-        lines: list[int | None] = [None] * len(items) if span.key is not None else self._lines
-        return [
-            (index, lines[index] if index < len(lines) else None, items[index])
-            for index in range(span.start, min(span.end, len(items)))
-        ]

@@ -10,6 +10,7 @@ from typing import Any
 
 from .._content import check_content
 from .._errors import InvalidArgument, InvalidContent
+from ._jsonstream import JsonReader, JsonStreamError
 
 __all__ = [
     "STREAM_BYTES",
@@ -64,16 +65,21 @@ def iter_records(path: Path) -> Iterator[tuple[Any, int | None]]:
     """Yield ``(record, line)`` of a transcript file, as :func:`read_records` reads them.
 
     A file of at most :data:`STREAM_BYTES` is read whole by :func:`read_records`. A larger
-    one that does not start with ``[`` is streamed as JSON Lines, one line in memory at a
-    time (a large JSON array, or a large single object that is not JSON Lines, is read
-    whole: JSON Lines is the format for big files). Each call reads the file again.
+    JSON array is streamed a record at a time (``_jsonstream``: each record is what
+    ``json.loads`` gives); a larger file that does not start with ``[`` is streamed as JSON
+    Lines, one line in memory at a time (a large single object that is not JSON Lines is
+    read whole: it is one record). Each call reads the file again.
 
     Raises:
-        InvalidArgument: As :func:`read_records`, naming the file and line.
+        InvalidArgument: As :func:`read_records`, naming the file and line (for a streamed
+            array: the line, column, byte offset and record index of the error).
     """
-    if not _is_large(path) or _first_char(path) == "[":
+    if not _is_large(path):
         records, lines = read_records(path)
         yield from zip(records, lines, strict=True)
+        return
+    if _first_char(path) == "[":
+        yield from _stream_array(path)
         return
     try:
         file = path.open(encoding="utf-8-sig", newline="\n")
@@ -90,6 +96,25 @@ def iter_records(path: Path) -> Iterator[tuple[Any, int | None]]:
             return
     records, lines = read_records(path)  # one document spread over lines: read it whole
     yield from zip(records, lines, strict=True)
+
+
+def _stream_array(path: Path) -> Iterator[tuple[Any, int | None]]:
+    try:
+        file = path.open("rb")
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with file:
+        reader = JsonReader(file)
+        try:
+            for item in reader.array_items():
+                yield item.value, None
+            reader.end()
+        except JsonStreamError as exc:
+            if exc.reason == "nested too deep":
+                raise _too_deep(path) from exc
+            raise InvalidArgument(f"{path} is not valid JSON: {exc.where()}") from exc
+        except OSError as exc:
+            raise InvalidArgument(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 class _NotJsonLines(Exception):

@@ -76,7 +76,12 @@ def check_message(message: Message, where: str, max_message_bytes: int) -> Messa
 
 
 def check_conversations(
-    store: Store, user_id: str, conversations: Sequence[Conversation], source: str
+    store: Store,
+    user_id: str,
+    conversations: Sequence[Conversation],
+    source: str,
+    *,
+    first_with: dict[str, str] | None = None,
 ) -> None:
     """Refuse, before any write, chats the store would refuse and keys used twice.
 
@@ -85,12 +90,14 @@ def check_conversations(
         user_id: The owner of the chats.
         conversations: Everything the import will write.
         source: The file or folder name, cut from the second ``where`` in the message.
+        first_with: The ``where`` of each thread id checked before, for an import that
+            checks its conversations in parts (updated here); ``None``: this call's alone.
 
     Raises:
         InvalidArgument: If a chat does not validate, its fields cannot be stored, or two
             conversations have the same ``thread_id``; naming the conversation(s).
     """
-    first_with: dict[str, str] = {}
+    first_with = {} if first_with is None else first_with
     for conversation in conversations:
         chat = validate_model(
             store.chat_model,

@@ -6,11 +6,11 @@ with a note each), request/response turn files paired by name, or loose streams 
 array, JSON Lines, ``data:`` SSE, an object of named streams). Every file is read and
 checked, in outline, before anything is written: a malformed AG-UI file refuses the
 import, naming the file and line. Each run is read again, in full, when it is written
-(``_agui_read``), so memory holds a batch of runs, not the input. A chat is written whole
-or not at all (one ``load_chats`` batch; on the ordinary path its proof is written last,
-and a re-run completes what an interrupted import left, skipping the runs it stored);
-a file that changed between the two reads stops the import at its run, the chats written
-before it staying.
+(``_agui_stream``: every layout streamed), so memory holds a batch of runs, not the input.
+A chat is written whole or not at all (one ``load_chats`` batch; on the ordinary path its
+proof is written last, and a re-run completes what an interrupted import left, skipping
+the runs it stored); a file that changed between the two reads stops the import at its
+run, the chats written before it staying.
 
 A stream splits into runs at each ``RUN_STARTED``; each run is folded by
 :class:`threadkeep.agui.StorageAgent` (``write_policy="buffered"``) exactly as a live run,
@@ -20,11 +20,14 @@ stored equals what the wrapper stores.
 Identity:
 
 - chat: ``thread_scope="recording"`` (default): ``agui:<recording>:<threadId>``, where
-  ``<recording>`` is the run folder's path under the imported directory (or the file name
-  up to a ``#`` turn suffix, plus ``#<name>`` for a named stream), so nine recordings that
-  reuse one thread id are nine chats; ``thread_scope="thread"``: the ``threadId`` itself,
-  so recordings of one thread share a chat (the chat a live ``StorageAgent`` on that thread
-  uses);
+  ``<recording>`` is the run folder's path under the imported directory, or a loose file's
+  path under it (the file name cut at a ``#`` turn suffix, plus ``#<name>`` for a named
+  stream), so nine recordings that reuse one thread id are nine chats, and ``a/run.jsonl``
+  and ``b/run.jsonl`` are two; ``thread_scope="thread"``: the ``threadId`` itself, so
+  recordings of one thread share a chat (the chat a live ``StorageAgent`` on that thread
+  uses). Imports before session 25 keyed a loose file by its file name alone: where the
+  chat of that old key exists and none of the new keys it splits into does, the runs keep
+  the old key (:func:`_keep_old_keys`), so a re-import of such an import writes nothing;
 - run: the recording's ``runId``. Each imported run keeps a digest of its recording's text
   in ``metadata["agui_import"]``: a run stored with the same digest is skipped (reported
   already present); a run id held by other content is stored as ``"<runId>#<n>"`` (``n`` =
@@ -51,7 +54,7 @@ from .._models import Chat, Message
 from .._paging import MessageFilter
 from .._runs import Run, RunStatus
 from . import ImportReport, ProgressCallback
-from ._agui_bulk import CHAT_PROOF, Unsupported, chat_proof
+from ._agui_bulk import CHAT_PROOF, NAMES, Unsupported, chat_proof
 from ._agui_files import RunRecord, normalize_request, read_recordings, runs_of
 from ._agui_load import (
     OWNER,
@@ -116,6 +119,8 @@ async def import_agui(
         raise InvalidArgument(f"thread_scope is 'recording' or 'thread', not {thread_scope!r}")
     runs = runs_of(read_recordings(Path(path)))  # in outline: every file checked
     chats = _by_chat(runs, thread_scope)
+    if thread_scope == "recording":
+        chats = await _keep_old_keys(store, user_id, runs, chats)
     present = await _all_present(store, user_id, chats)
     if present is not None:  # an unchanged import: proven without parsing every event
         if progress is not None:
@@ -137,6 +142,55 @@ async def import_agui(
 
 def _recording_key(run: RunRecord) -> str:
     return f"agui:{run.recording.name}:{run.thread_id}"
+
+
+def _old_key(run: RunRecord) -> str | None:
+    legacy = run.recording.legacy
+    return f"agui:{legacy}:{run.thread_id}" if legacy is not None else None
+
+
+async def _keep_old_keys(
+    store: Store, user_id: str, runs: list[RunRecord], chats: dict[str, list[RunRecord]]
+) -> dict[str, list[RunRecord]]:
+    """Regroup recordings under the chat key an import before session 25 gave them.
+
+    Those imports keyed a loose file in a subfolder by its file name alone (so ``a/run.jsonl``
+    and ``b/run.jsonl`` of one thread id shared a chat). Where the chat of such an old key
+    exists, was written by such an import (its proof has no ``names``: :data:`NAMES`) and
+    none of the new keys its runs now map to has a chat, those runs (and the runs of a file
+    directly under ``PATH``, whose key did not change) keep the old key, in file order, so
+    the chat's proof still matches: a re-import writes nothing, and a changed recording is
+    imported into the chat it was imported into before.
+
+    Returns:
+        ``chats``, regrouped (one ``find_chats`` read per 500 keys when any file has an
+        old key; ``chats`` itself when none has).
+    """
+    groups: dict[str, set[str]] = {}
+    for key, members in chats.items():
+        old = _old_key(members[0])
+        if old is not None:
+            groups.setdefault(old, set()).add(key)
+    if not groups:
+        return chats
+    wanted = sorted({*groups, *(k for keys in groups.values() for k in keys)})
+    found: dict[str, Chat] = {}
+    for start in range(0, len(wanted), LOOKUP_BATCH):
+        part = [k for k in wanted[start : start + LOOKUP_BATCH] if _lookable(k)]
+        found.update(await store.find_chats(user_id, part))
+    moved = {
+        key: old
+        for old, keys in groups.items()
+        if old in found and _named_by_file(found[old]) and not keys & found.keys()
+        for key in keys
+    }
+    if not moved:
+        return chats
+    regrouped: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        key = _recording_key(run)
+        regrouped.setdefault(moved.get(key, key), []).append(run)
+    return regrouped
 
 
 def _by_chat(runs: list[RunRecord], thread_scope: ThreadScope) -> dict[str, list[RunRecord]]:
@@ -239,7 +293,8 @@ class _Import:
             return  # every run was stored already: its proof (another set's) stays
         # Written last: every run of the chat is stored.
         counts = {"messages": part.messages, "tool_calls": part.tool_calls}
-        metadata = {**chat.metadata, CHAT_PROOF: {"digest": proof, "counts": counts}}
+        note = {"digest": proof, "counts": counts, "names": NAMES}
+        metadata = {**chat.metadata, CHAT_PROOF: note}
         await self.store.update_chat(chat.chat_id, metadata=metadata)
 
     def _advance(self, runs: int) -> None:
@@ -247,6 +302,12 @@ class _Import:
             self.done += 1
             if self.progress is not None:
                 self.progress(self.done, self.total)
+
+
+def _named_by_file(chat: Chat) -> bool:
+    """Whether an import before session 25 (which named a loose file by its name) wrote it."""
+    note = chat.metadata.get(CHAT_PROOF)
+    return not isinstance(note, dict) or note.get("names") != NAMES
 
 
 def _lookable(key: str) -> bool:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from itertools import islice
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import InvalidArgument
 from . import IMPORTERS, ImportReport, ProgressCallback, resolve_importer
 from ._jsonl import open_error
+from ._jsonstream import JsonReader, JsonStreamError
 from .openhands import is_event
 
 if TYPE_CHECKING:
@@ -76,15 +78,23 @@ def detect_format(path: Path) -> str | None:
     try:
         sample = json.loads(first)
     except (json.JSONDecodeError, RecursionError):
-        sample = _whole(path)
+        sample = _skeleton(path)
     return _classify(sample)
 
 
+_FIRST_LINE = 1 << 20
+"""The most of a first line read to tell a format: a longer one is a one-line document."""
+
+
 def _first_line(path: Path) -> str | None:
+    """The first non-blank line, or its first :data:`_FIRST_LINE` bytes."""
     try:
         with path.open("rb") as handle:
-            for raw in handle:
-                text = raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8", "replace")
+            number = 0
+            while raw := handle.readline(_FIRST_LINE):
+                line = raw.removeprefix(b"\xef\xbb\xbf") if number == 0 else raw
+                number += 1
+                text = line.decode("utf-8", "replace")
                 if text.strip():
                     return text
     except OSError as exc:
@@ -92,10 +102,32 @@ def _first_line(path: Path) -> str | None:
     return None
 
 
-def _whole(path: Path) -> Any:
+def _skeleton(path: Path) -> Any:
+    """The document with each array cut to its first item: all the rules look at.
+
+    Read an item at a time (``_jsonstream``), so a one-line array of any size costs its
+    first item, and an object its values but the items after each array's first.
+    ``None`` when the file is not one JSON document.
+    """
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except (ValueError, RecursionError):
+        with path.open("rb") as handle:
+            reader = JsonReader(handle)
+            head = reader.peek()
+            if head == "[":
+                return [item.value for item in islice(reader.array_items(), 1)]
+            if head != "{":
+                return reader.value().value if head else None
+            skeleton: dict[str, Any] = {}
+            for key in reader.object_keys():
+                if reader.peek() == "[":
+                    items = reader.array_items()
+                    skeleton[key] = [item.value for item in islice(items, 1)]
+                    for _ in items:  # the rest of the array, read and dropped
+                        pass
+                else:
+                    skeleton[key] = reader.value().value
+            return skeleton
+    except JsonStreamError:
         return None
     except OSError as exc:
         raise open_error(path, exc) from exc

@@ -45,7 +45,7 @@ from ._claude_messages import chat_messages, trim_result
 from ._claude_tree import Line, split_branches
 from ._files import check_record
 from ._jsonl import iter_json_lines
-from ._native import Conversation, check_message, import_conversations
+from ._native import Conversation, check_conversations, check_message, store_conversations
 from ._shape import shape_checked
 
 if TYPE_CHECKING:
@@ -87,8 +87,13 @@ async def import_claude_code(
     """Import Claude Code sessions (a file, a project folder or a folder of projects).
 
     Every line of every file is read, checked and converted before anything is written,
-    so a malformed line anywhere writes nothing. See the module docstring for the chats
-    and keys, and ``docs/importers.md`` for the mapping.
+    so a malformed line anywhere writes nothing. The files are read twice, so that memory
+    holds one session (with its subagents) at a time, not the folder: the first pass
+    converts and checks each session and keeps only an outline (:class:`_Outlined`); the
+    second reads each session again and writes its chats. A file changed between the two
+    passes stops the import there ("changed during the import"): the sessions written
+    before stay, each chat whole, and a re-run imports the rest. See the module docstring
+    for the chats and keys, and ``docs/importers.md`` for the mapping.
 
     Args:
         store: An open store.
@@ -109,18 +114,86 @@ async def import_claude_code(
         ThreadkeepError: Any error of the store; chats before the failing one stay.
     """
     root = Path(path)
-    sessions = []
-    for file in session_files(root):
-        with shape_checked(file.name):
-            sessions.append(_read_with_subagents(file))
-    conversations: list[Conversation] = []
-    for session in sessions:
-        with shape_checked(session.label):
-            conversations += _session_conversations(session, store.max_message_bytes)
-    for session in sessions:
+    source = root.name
+    outline: list[_Outlined] = []
+    first_with: dict[str, str] = {}
+    for file in session_files(root):  # pass 1: every line checked, one session held at a time
+        session, conversations = _convert(file, store.max_message_bytes)
+        check_conversations(store, user_id, conversations, source, first_with=first_with)
         if session.skipped:
             _log.info("%s: skipped lines by type: %s", session.label, dict(session.skipped))
-    return await import_conversations(store, user_id, conversations, root.name, progress)
+        threads = tuple(c.thread_id for c in conversations)
+        outline.append(_Outlined(file, _stamps(session), threads))
+    total = sum(len(o.threads) for o in outline)
+    if progress is not None:
+        progress(0, total)
+    report = ImportReport()
+    done = 0
+    for entry in outline:  # pass 2: each session read again and written, a chat at a time
+        session, conversations = _convert(entry.path, store.max_message_bytes)
+        threads = tuple(c.thread_id for c in conversations)
+        if _stamps(session) != entry.stamps or threads != entry.threads:
+            msg = f"{entry.path} changed during the import; import it again"
+            raise InvalidArgument(msg)
+        report.merge(
+            await store_conversations(store, user_id, conversations, _offset(progress, done, total))
+        )
+        done += len(conversations)
+    return report
+
+
+@dataclass(frozen=True, slots=True)
+class _Outlined:
+    """A session as the first pass leaves it: what the second pass checks it against.
+
+    The tree of a session's lines (``uuid``/``parentUuid``) and the links of its subagents
+    to its ``Task`` calls stay within the session and the subagent files read with it, so
+    the second pass rebuilds them from those files; the outline keeps only which files
+    were read (with their size and modification time) and the chats they gave.
+
+    Attributes:
+        path: The session file.
+        stamps: ``(path, size, mtime_ns)`` of the file and of each subagent file read with it.
+        threads: The thread ids of its chats, in order.
+    """
+
+    path: Path
+    stamps: tuple[tuple[str, int, int], ...]
+    threads: tuple[str, ...]
+
+
+def _convert(file: Path, max_bytes: int) -> tuple[_Session, list[Conversation]]:
+    """Read one session file (and its subagents) and convert it, every line checked."""
+    with shape_checked(file.name):
+        session = _read_with_subagents(file)
+    with shape_checked(session.label):
+        return session, _session_conversations(session, max_bytes)
+
+
+def _stamps(session: _Session) -> tuple[tuple[str, int, int], ...]:
+    """The size and modification time of every file a session was read from."""
+    paths = sorted({str(session.path), *(str(sub.path) for sub in session.subagents)})
+    stamps = []
+    for name in paths:
+        try:
+            info = Path(name).stat()
+        except OSError:
+            stamps.append((name, -1, -1))
+        else:
+            stamps.append((name, info.st_size, info.st_mtime_ns))
+    return tuple(stamps)
+
+
+def _offset(progress: ProgressCallback | None, done: int, total: int) -> ProgressCallback | None:
+    """``progress`` as :func:`store_conversations` calls it for one session of the import."""
+    if progress is None:
+        return None
+
+    def report(written: int, _: int) -> None:
+        if written:
+            progress(done + written, total)
+
+    return report
 
 
 def session_files(root: Path) -> list[Path]:
