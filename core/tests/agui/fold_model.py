@@ -20,6 +20,7 @@ the records the store must hold afterwards (the oracle the test compares with).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -57,9 +58,13 @@ class Call:
 
 @dataclass
 class Text:
-    """An assistant text message (possibly empty: the parent of its calls)."""
+    """An assistant text message (possibly empty: the parent of its calls).
 
-    id: str
+    ``id`` ``None``: no text events at all, calls naming no parent after a tool result or
+    at the run's start (ADK, AG2): the fold opens an assistant message for them.
+    """
+
+    id: str | None
     text: str
     pieces: list[str]
     chunked: bool
@@ -75,8 +80,14 @@ class Reasoning:
     id: str
     text: str
     pieces: list[str]
-    thinking: bool
+    form: str  # "events" (REASONING_*), "chunk" (REASONING_MESSAGE_CHUNK), "thinking"
+    chunk_ids: bool
+    ended: bool  # REASONING_MESSAGE_END / REASONING_END sent
     encrypted: str | None
+
+    @property
+    def thinking(self) -> bool:
+        return self.form == "thinking"
 
 
 @dataclass
@@ -88,6 +99,7 @@ class Group:
     call_order: list[int]  # interleaving of the events-form calls' ARGS/END events
     result_order: list[int]  # the order results arrive in (indexes into the answered calls)
     noise: list[dict[str, Any]]  # events without message content inside the group
+    parentless: bool  # the calls name no parent (they join the latest assistant message)
 
 
 @dataclass
@@ -101,7 +113,7 @@ class Run:
     segments: list[Any]  # Group | Reasoning | dict (an event without message content)
     end: str  # "finished", "cut", "error:message", "error:string", "error:object", "error:none"
     error_inside: bool  # RUN_ERROR before the last text message's END (it stays open)
-    snapshot: str  # "none", "equal", "fresh", "extend", "disagree"
+    snapshot: str  # "none", "equal", "fresh", "extend", "disagree", "disagree_args"
     snake: bool
 
 
@@ -117,7 +129,7 @@ class Conversation:
 # -- strategies ----------------------------------------------------------------------------
 
 _ALPHABET = st.one_of(
-    st.sampled_from("abc xyz.,\n\x00\t\"\\{}"),
+    st.sampled_from('abc xyz.,\n\x00\t"\\{}'),
     st.sampled_from(["é", "ß", "中", "\u200b", "\U0001f600", "\U0001f9e0", "\U00010348"]),
     st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Zs"]),
 )
@@ -133,13 +145,18 @@ def pieces_of(draw: st.DrawFn, text: str, allow_empty: bool = True) -> list[str]
     bounds = [0, *[c for c in cuts if 0 < c < n], n]
     out = [
         units[2 * a : 2 * b].decode("utf-16-le", "surrogatepass")
-        for a, b in zip(bounds, bounds[1:], strict=False)
+        for a, b in itertools.pairwise(bounds)
     ]
     out = [p for p in out if p] or ([""] if not text else out)
     if allow_empty and draw(st.booleans()) and draw(st.booleans()):
         at = draw(st.integers(0, len(out)))
         out.insert(at, "")  # an empty delta, as several stacks send
     return out
+
+
+def repair_join(pieces: list[str]) -> str:
+    """The text deltas make once joined (split surrogate pairs paired again)."""
+    return "".join(pieces).encode("utf-16-le", "surrogatepass").decode("utf-16-le")
 
 
 class Ids:
@@ -199,7 +216,11 @@ NOISE = st.sampled_from(
 
 
 @st.composite
-def groups(draw: st.DrawFn, ids: Ids) -> Group:
+def groups(draw: st.DrawFn, ids: Ids, orphan_ok: bool) -> Group:
+    if orphan_ok and draw(st.booleans()) and draw(st.booleans()):
+        found = draw(calls(ids).filter(bool))
+        text = Text(None, "", [], False, False, True, found)
+        return Group([text], [], _call_slots([text], draw), _result_order([text], draw), [], True)
     texts = []
     for _ in range(draw(st.integers(1, 3))):
         text = draw(TEXT)
@@ -218,25 +239,43 @@ def groups(draw: st.DrawFn, ids: Ids) -> Group:
     plain = [i for i, t in enumerate(texts) if not t.chunked]
     slots = [i for i in plain for _ in range(len(texts[i].pieces) + 1)]
     order = draw(st.permutations(slots)) if draw(st.booleans()) else slots
+    noise = draw(st.lists(NOISE, max_size=2))
+    parentless = len(texts) == 1 and draw(st.booleans())
+    return Group(
+        texts,
+        list(order),
+        _call_slots(texts, draw),
+        _result_order(texts, draw),
+        noise,
+        parentless,
+    )
+
+
+def _call_slots(texts: list[Text], draw: st.DrawFn) -> list[int]:
     ev_calls = [c for t in texts for c in t.calls if not c.chunked]
     call_slots = [i for i, c in enumerate(ev_calls) for _ in range(len(c.pieces) + 1)]
-    call_order = draw(st.permutations(call_slots)) if draw(st.booleans()) else call_slots
+    return list(draw(st.permutations(call_slots))) if draw(st.booleans()) else call_slots
+
+
+def _result_order(texts: list[Text], draw: st.DrawFn) -> list[int]:
     answered = [c for t in texts for c in t.calls if c.result is not None]
-    result_order = draw(st.permutations(list(range(len(answered)))))
-    noise = draw(st.lists(NOISE, max_size=2))
-    return Group(texts, list(order), list(call_order), list(result_order), noise)
+    return list(draw(st.permutations(list(range(len(answered))))))
 
 
 @st.composite
 def reasonings(draw: st.DrawFn, ids: Ids) -> Reasoning:
     text = draw(TEXT.filter(bool))
-    thinking = draw(st.booleans())
+    form = draw(st.sampled_from(["events", "chunk", "thinking"]))
     return Reasoning(
         id=ids("think"),
         text=text,
         pieces=draw(pieces_of(text, allow_empty=False)),
-        thinking=thinking,
-        encrypted=None if thinking or draw(st.booleans()) else draw(st.sampled_from(["sig==", "Eq=="])),
+        form=form,
+        chunk_ids=draw(st.booleans()),
+        ended=form != "events" or draw(st.booleans()) or draw(st.booleans()),
+        encrypted=None
+        if form == "thinking" or draw(st.booleans())
+        else draw(st.sampled_from(["sig==", "Eq=="])),
     )
 
 
@@ -246,7 +285,7 @@ def runs(draw: st.DrawFn, ids: Ids, index: int, prompts: list[str], reused: bool
     for _ in range(draw(st.integers(0, 3))):
         kind = draw(st.sampled_from(["group", "group", "reasoning", "noise"]))
         if kind == "group":
-            segments.append(draw(groups(ids)))
+            segments.append(draw(groups(ids, _orphan_ok(segments))))
         elif kind == "reasoning":
             segments.append(draw(reasonings(ids)))
         else:
@@ -260,8 +299,7 @@ def runs(draw: st.DrawFn, ids: Ids, index: int, prompts: list[str], reused: bool
     last = _last_text(segments)
     error_inside = end.startswith("error") and last is not None and draw(st.booleans())
     if error_inside and last is not None:
-        last.ended = False
-        last.chunked = False
+        last.ended = False  # a chunk-form text is left open by the error when its chunks are last
     reuse = index > 0 and draw(st.booleans())
     history = "none" if index == 0 else draw(st.sampled_from(["none", "ids", "fresh"]))
     if history == "ids" and reused:
@@ -278,7 +316,11 @@ def runs(draw: st.DrawFn, ids: Ids, index: int, prompts: list[str], reused: bool
         segments=segments,
         end=end,
         error_inside=error_inside,
-        snapshot=draw(st.sampled_from(["none", "none", "equal", "fresh", "extend", "disagree"]))
+        snapshot=draw(
+            st.sampled_from(
+                ["none", "none", "equal", "fresh", "extend", "disagree", "disagree_args"]
+            )
+        )
         if end == "finished"
         else "none",
         snake=draw(st.booleans()),
@@ -292,15 +334,36 @@ def conversations(draw: st.DrawFn) -> Conversation:
     out: list[Run] = []
     prompts: list[str] = []
     for index in range(draw(st.integers(1, 3))):
-        run = draw(runs(ids, index, prompts or ["hello"], reused=any(r.prompt_id == "msg-1" for r in out[1:])))
+        run = draw(
+            runs(
+                ids,
+                index,
+                prompts or ["hello"],
+                reused=any(r.prompt_id == "msg-1" for r in out[1:]),
+            )
+        )
         prompts.append(run.prompt)
         out.append(run)
     return Conversation(out, replay=draw(st.booleans()))
 
 
+def _orphan_ok(segments: list[Any]) -> bool:
+    """Calls naming no parent open their own message: first, or right after a tool result."""
+    content = [s for s in segments if not isinstance(s, dict)]
+    if not content:
+        return True
+    last = content[-1]
+    return isinstance(last, Group) and bool(last.result_order)
+
+
 def _last_text(segments: list[Any]) -> Text | None:
-    texts = [t for s in segments if isinstance(s, Group) for t in s.texts]
+    texts = [t for s in segments if isinstance(s, Group) for t in s.texts if t.id is not None]
     return texts[-1] if texts else None
+
+
+def _last_call(segments: list[Any]) -> Call | None:
+    found = [c for s in segments if isinstance(s, Group) for t in s.texts for c in t.calls]
+    return found[-1] if found else None
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -332,25 +395,19 @@ def _text_events(text: Text) -> list[list[dict[str, Any]]]:
     return [start, *body, *end]
 
 
-def _call_events(call: Call, parent: str) -> list[list[dict[str, Any]]]:
+def _call_events(call: Call, parent: str | None) -> list[list[dict[str, Any]]]:
+    named = {} if parent is None else {"parentMessageId": parent}
     if call.chunked:
         out = []
         for i, piece in enumerate(call.pieces):
             chunk: dict[str, Any] = {"type": "TOOL_CALL_CHUNK", "delta": piece, OWNER: call.id}
             if i == 0:
-                chunk.update(toolCallId=call.id, toolCallName=call.name, parentMessageId=parent)
+                chunk.update(toolCallId=call.id, toolCallName=call.name, **named)
             elif call.chunk_ids:
                 chunk["toolCallId"] = call.id
             out.append([chunk])
         return out
-    start = [
-        {
-            "type": "TOOL_CALL_START",
-            "toolCallId": call.id,
-            "toolCallName": call.name,
-            "parentMessageId": parent,
-        }
-    ]
+    start = [{"type": "TOOL_CALL_START", "toolCallId": call.id, "toolCallName": call.name, **named}]
     body = [[{"type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": p}] for p in call.pieces]
     end = [[{"type": "TOOL_CALL_END", "toolCallId": call.id}] if call.ended else []]
     return [start, *body, *end]
@@ -365,8 +422,10 @@ def _merge(queues: list[list[list[dict[str, Any]]]], order: list[int]) -> list[d
 
 def _group_events(group: Group, error: dict[str, Any] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    plain = {i: _text_events(t) for i, t in enumerate(group.texts) if not t.chunked}
+    plain = {i: _text_events(t) for i, t in enumerate(group.texts) if t.id and not t.chunked}
     for i, text in enumerate(group.texts):  # starts in order; chunked texts whole
+        if text.id is None:
+            continue
         if text.chunked:
             out.extend(e for part in _text_events(text) for e in part)
         else:
@@ -376,18 +435,21 @@ def _group_events(group: Group, error: dict[str, Any] | None) -> list[dict[str, 
     out.extend(body[: len(body) // 2])
     out.extend(group.noise)
     out.extend(body[len(body) // 2 :])
-    ev_calls = [(c, t.id) for t in group.texts for c in t.calls if not c.chunked]
-    call_queues = [_call_events(c, parent) for c, parent in ev_calls]
+
+    def parent(text: Text) -> str | None:
+        return None if group.parentless else text.id
+
+    ev_calls = [(c, parent(t)) for t in group.texts for c in t.calls if not c.chunked]
+    call_queues = [_call_events(c, named) for c, named in ev_calls]
     for q in call_queues:
         out.extend(q.pop(0))
     for text in group.texts:  # chunked calls: each whole, after the starts
         for call in text.calls:
             if call.chunked:
-                out.extend(e for part in _call_events(call, text.id) for e in part)
+                out.extend(e for part in _call_events(call, parent(text)) for e in part)
     out.extend(_merge(call_queues, group.call_order))
     answered = [c for t in group.texts for c in t.calls if c.result is not None]
-    for i in group.result_order:
-        out.append(_result_event(answered[i]))
+    out.extend(_result_event(answered[i]) for i in group.result_order)
     return out
 
 
@@ -409,12 +471,20 @@ def _reasoning_events(r: Reasoning) -> list[dict[str, Any]]:
             {"type": "THINKING_TEXT_MESSAGE_END"},
             {"type": "THINKING_END"},
         ]
-    out: list[dict[str, Any]] = [
-        {"type": "REASONING_START", "messageId": r.id},
-        {"type": "REASONING_MESSAGE_START", "messageId": r.id, "role": "reasoning"},
-        *[{"type": "REASONING_MESSAGE_CONTENT", "messageId": r.id, "delta": p} for p in r.pieces],
-        {"type": "REASONING_MESSAGE_END", "messageId": r.id},
-    ]
+    out: list[dict[str, Any]] = [{"type": "REASONING_START", "messageId": r.id}]
+    if r.form == "chunk":
+        for i, piece in enumerate(r.pieces):
+            chunk: dict[str, Any] = {"type": "REASONING_MESSAGE_CHUNK", "delta": piece}
+            if i == 0 or r.chunk_ids:
+                chunk["messageId"] = r.id
+            out.append(chunk)
+    else:
+        out.append({"type": "REASONING_MESSAGE_START", "messageId": r.id, "role": "reasoning"})
+        out += [
+            {"type": "REASONING_MESSAGE_CONTENT", "messageId": r.id, "delta": p} for p in r.pieces
+        ]
+        if r.ended:
+            out.append({"type": "REASONING_MESSAGE_END", "messageId": r.id})
     if r.encrypted is not None:
         out.append(
             {
@@ -424,7 +494,8 @@ def _reasoning_events(r: Reasoning) -> list[dict[str, Any]]:
                 "encryptedValue": r.encrypted,
             }
         )
-    out.append({"type": "REASONING_END", "messageId": r.id})
+    if r.ended:
+        out.append({"type": "REASONING_END", "messageId": r.id})
     return out
 
 
@@ -490,7 +561,9 @@ def run_messages(run: Run) -> list[dict[str, Any]]:
         if not isinstance(segment, Group):
             continue
         for text in segment.texts:
-            message: dict[str, Any] = {"id": text.id, "role": "assistant", "content": text.text}
+            # a client opens a message for calls naming no parent under the first call's id
+            message_id = text.id or text.calls[0].id
+            message: dict[str, Any] = {"id": message_id, "role": "assistant", "content": text.text}
             if text.calls:
                 message["toolCalls"] = [
                     {
@@ -523,16 +596,23 @@ def _prompt(run: Run) -> dict[str, Any]:
 def request_messages(conversation: Conversation, index: int) -> list[dict[str, Any]]:
     """What the client sends as ``RunAgentInput.messages`` for run ``index``."""
     run = conversation.runs[index]
-    if run.history == "none":
+    if run.history == "none" or index == 0:
         return [_prompt(run)]
-    history: list[dict[str, Any]] = []
-    for earlier in conversation.runs[:index]:
-        if _prompt(earlier) not in history:  # msg-1 sent again with its text: one message
-            history.append(_prompt(earlier))
-        history.extend(run_messages(earlier))
+    history = client_view(conversation, index - 1)
     if run.history == "fresh":
         history = _fresh(history, f"h{index}")
     return [*history, _prompt(run)]
+
+
+def client_view(conversation: Conversation, index: int) -> list[dict[str, Any]]:
+    """The messages an AG-UI client holds after run ``index`` (a snapshot replaces them)."""
+    run = conversation.runs[index]
+    if run.snapshot != "none":
+        return snapshot(conversation, index)
+    held = client_view(conversation, index - 1) if index else []
+    if _prompt(run) not in held:  # msg-1 sent again with its text: one message
+        held.append(_prompt(run))
+    return [*held, *run_messages(run)]
 
 
 def _fresh(messages: list[dict[str, Any]], tag: str) -> list[dict[str, Any]]:
@@ -546,11 +626,26 @@ def snapshot(conversation: Conversation, index: int) -> list[dict[str, Any]]:
     if run.snapshot == "fresh":
         return _fresh(messages, f"s{index}")
     target = _snapshot_target(run)
-    if target is not None:
-        for m in messages:
-            if m["id"] == target.id:
-                m["content"] = _snapshot_text(run, target)
+    call = _snapshot_call(run)
+    for m in messages:
+        if target is not None and m["id"] == target.id:
+            m["content"] = _snapshot_text(run, target)
+        if call is not None and any(c["id"] == call.id for c in m.get("toolCalls", [])):
+            m["toolCalls"] = [
+                {**c, "function": {**c["function"], "arguments": SNAPSHOT_ARGUMENTS}}
+                if c["id"] == call.id
+                else c
+                for c in m["toolCalls"]
+            ]
     return messages
+
+
+SNAPSHOT_ARGUMENTS = '{"other": 1}'
+"""The arguments a disagreeing snapshot gives the run's last call (JSON, as the stream's)."""
+
+
+def _snapshot_call(run: Run) -> Call | None:
+    return _last_call(run.segments) if run.snapshot == "disagree_args" else None
 
 
 def _snapshot_target(run: Run) -> Text | None:
@@ -577,11 +672,14 @@ def expected(conversation: Conversation, upto: int) -> list[tuple[Any, ...]]:
     for index, run in enumerate(conversation.runs[: upto + 1]):
         records.extend(_prompt_record(run, prompts))
         pending = open_chunk(conversation, index)
+        phases = [s for s in run.segments if isinstance(s, Reasoning)]
         for segment in run.segments:
             if isinstance(segment, Group):
                 records.extend(_group_records(run, segment, pending))
             elif isinstance(segment, Reasoning):
-                records.append(_reasoning_record(run, segment))
+                # a phase whose end never came is ended by the next phase's start
+                ended = segment.ended or segment is not phases[-1]
+                records.append(_reasoning_record(run, segment, ended))
     return records
 
 
@@ -600,7 +698,9 @@ def started_calls(text: Text) -> list[Call]:
 
 
 def _ended(record: Text | Call, pending: str | None) -> bool:
-    return record.ended and not (record.chunked and record.id == pending)
+    if record.chunked:  # chunks have no END: the next event of another kind ends them
+        return record.id != pending
+    return record.ended
 
 
 def _group_records(run: Run, group: Group, pending: str | None) -> list[tuple[Any, ...]]:
@@ -616,7 +716,11 @@ def _group_records(run: Run, group: Group, pending: str | None) -> list[tuple[An
             (c.id, c.name, c.arguments, status_at_end(run, _ended(c, pending)))
             for c in started_calls(text)
         ]
-        status = status_at_end(run, _ended(text, pending))
+        if text.id is None:  # the message the fold opened for its calls ends with them
+            ended = all(_ended(c, pending) for c in text.calls)
+        else:
+            ended = _ended(text, pending)
+        status = status_at_end(run, ended)
         out.append(("assistant", text.id, content, status, None, calls, []))
     answered = [c for t in group.texts for c in t.calls if c.result is not None]
     for i in group.result_order:
@@ -627,6 +731,7 @@ def _group_records(run: Run, group: Group, pending: str | None) -> list[tuple[An
     return out
 
 
-def _reasoning_record(run: Run, r: Reasoning) -> tuple[Any, ...]:
+def _reasoning_record(run: Run, r: Reasoning, ended: bool) -> tuple[Any, ...]:
     agui_id = None if r.thinking else r.id
-    return ("reasoning", agui_id, "", "complete", None, [], [(r.text, r.encrypted)])
+    status = status_at_end(run, ended)
+    return ("reasoning", agui_id, "", status, None, [], [(r.text, r.encrypted)])

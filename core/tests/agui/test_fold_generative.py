@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from ag_ui.core import RunAgentInput
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from threadkeep import Message, Store
 from threadkeep._importers.agui import import_agui
@@ -32,7 +32,8 @@ from threadkeep.agui import StorageAgent
 
 def _load(name: str, file: str) -> Any:
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file))
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -44,6 +45,11 @@ shapes = _load("_agui_fold_generative_shapes", "test_stack_shapes.py")
 
 PATHS = ("incremental", "buffered", "import")
 FIXTURE_OK = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+# A conversation is cheap to fold (tens of ms on memory and SQLite): three times the
+# profile's count (``ci``: 90 per store, about 15 s on two loaded cores), a tenth on
+# PostgreSQL, where every example costs round trips to the shared server.
+EXAMPLES = settings.default.max_examples * 3
+PG_EXAMPLES = max(5, settings.default.max_examples // 3)
 
 
 def request(conversation: Any, index: int) -> dict[str, Any]:
@@ -155,6 +161,11 @@ def _diff(path: str, index: int, conversation: Any, got: list[Any], want: list[A
 
 def _check_snapshot_notes(run: Any, messages: list[Message]) -> None:
     """A disagreeing snapshot text is kept in the record's ``agui_snapshot`` metadata."""
+    call = model._snapshot_call(run)
+    if call is not None:
+        (record,) = [m for m in messages if call.id in [c.agui_id for c in m.tool_calls]]
+        note = record.metadata.get("agui_snapshot", {}).get("tool_calls")
+        assert note == {call.id: model.SNAPSHOT_ARGUMENTS}
     target = model._snapshot_target(run)
     if target is None:
         return
@@ -165,14 +176,88 @@ def _check_snapshot_notes(run: Any, messages: list[Message]) -> None:
     assert record.metadata.get("agui_snapshot", {}).get("content") == snap
 
 
-@FIXTURE_OK
+# -- the failures Hypothesis found, shrunk, each fixed in the fold -------------------------
+
+M = model
+
+
+def _text(id_: str, pieces: list[str], *, chunked: bool = False, ended: bool = True) -> Any:
+    return M.Text(id_, M.repair_join(pieces), pieces, chunked, False, ended, [])
+
+
+def _run(index: int, segments: list[Any], **fields: Any) -> Any:
+    base = {
+        "run_id": f"run-{index}",
+        "prompt_id": "msg-1" if index == 1 else f"user-{index}",
+        "prompt": "",
+        "history": "none",
+        "segments": segments,
+        "end": "finished",
+        "error_inside": False,
+        "snapshot": "none",
+        "snake": False,
+    }
+    return M.Run(**{**base, **fields})
+
+
+def _group(*texts: Any) -> Any:
+    """Texts streamed one after the other (no calls)."""
+    order = [i for i, t in enumerate(texts) if not t.chunked for _ in range(len(t.pieces) + 1)]
+    return M.Group(list(texts), order, [], [], [], False)
+
+
+# 1. A TEXT_MESSAGE_CHUNK message directly followed by RUN_ERROR was closed `complete` before
+#    the error (chunks have no end event): it ends `errored`, as an unended START does.
+CHUNK_THEN_ERROR = M.Conversation(
+    [_run(1, [_group(_text("txt-1", ["00"], chunked=True))], end="error:message")], False
+)
+# 2. A MESSAGES_SNAPSHOT disagreeing with the streamed text, then the next run echoing the
+#    client's list (which holds the snapshot's text) under fresh ids (LlamaIndex, ADK): the
+#    echo named nothing stored, the run was refused (INVALID_INPUT) and the prompt lost.
+DISAGREE_THEN_FRESH_ECHO = M.Conversation(
+    [
+        _run(1, [_group(_text("txt-1", [""]), _text("txt-2", ["0"]))], snapshot="disagree"),
+        _run(2, [], history="fresh"),
+    ],
+    False,
+)
+# 3. A surrogate pair split across two deltas, then a snapshot extending the text: the
+#    strict-prefix test compared the unjoined halves with the snapshot's character, so the
+#    extension was taken for a disagreement and the snapshot's longer text dropped.
+SPLIT_PAIR_THEN_LONGER_SNAPSHOT = M.Conversation(
+    [_run(1, [_group(_text("txt-1", ["0\ud800", "\udc00"], ended=False))], snapshot="extend")],
+    False,
+)
+
+# 4. A reasoning phase whose REASONING_MESSAGE_END and REASONING_END never came, then a
+#    THINKING_* phase: the second phase's reasoning was folded into the first phase's
+#    message. The new phase's start ends the unended one; each is its own message.
+UNENDED_PHASE_THEN_THINKING = M.Conversation(
+    [
+        _run(
+            1,
+            [
+                M.Reasoning("think-1", "0", ["0"], "events", False, False, "sig=="),
+                M.Reasoning("think-2", "0", ["0"], "thinking", False, True, None),
+            ],
+        )
+    ],
+    False,
+)
+
+
+@settings(FIXTURE_OK, max_examples=EXAMPLES)
+@example(conversation=CHUNK_THEN_ERROR)
+@example(conversation=DISAGREE_THEN_FRESH_ECHO)
+@example(conversation=SPLIT_PAIR_THEN_LONGER_SNAPSHOT)
+@example(conversation=UNENDED_PHASE_THEN_THINKING)
 @given(conversation=model.conversations())
 async def test_generated_streams_store_what_they_mean(store, tmp_path, conversation):
     await check_conversation(store, tmp_path / uuid.uuid4().hex[:8], conversation)
 
 
 @pytest.mark.parametrize("any_store", ["postgresql"], indirect=True)
-@settings(FIXTURE_OK, max_examples=5)
+@settings(FIXTURE_OK, max_examples=PG_EXAMPLES)
 @given(conversation=model.conversations())
 async def test_generated_streams_on_postgresql(any_store, tmp_path, conversation):
     await check_conversation(any_store, tmp_path / uuid.uuid4().hex[:8], conversation)
