@@ -45,10 +45,10 @@ shapes = _load("_agui_fold_generative_shapes", "test_stack_shapes.py")
 
 PATHS = ("incremental", "buffered", "import")
 FIXTURE_OK = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
-# A conversation is cheap to fold (tens of ms on memory and SQLite): three times the
-# profile's count (``ci``: 90 per store, about 15 s on two loaded cores), a tenth on
+# A conversation is cheap to fold (tens of ms on memory and SQLite): twice the
+# profile's count (``ci``: 60 per store, about 15 s on two loaded cores), a tenth on
 # PostgreSQL, where every example costs round trips to the shared server.
-EXAMPLES = settings.default.max_examples * 3
+EXAMPLES = settings.default.max_examples * 2
 PG_EXAMPLES = max(5, settings.default.max_examples // 3)
 
 
