@@ -71,6 +71,7 @@ class Text:
     chunk_ids: bool
     ended: bool
     calls: list[Call]
+    silent: bool = False  # no text events at all: only the parent its calls name (Strands)
 
 
 @dataclass
@@ -115,6 +116,7 @@ class Run:
     error_inside: bool  # RUN_ERROR before the last text message's END (it stays open)
     snapshot: str  # "none", "equal", "fresh", "extend", "disagree", "disagree_args"
     snake: bool
+    running: bool = False  # a snapshot after RUN_STARTED and after each group (Strands)
 
 
 @dataclass
@@ -219,8 +221,14 @@ NOISE = st.sampled_from(
 def groups(draw: st.DrawFn, ids: Ids, orphan_ok: bool) -> Group:
     if orphan_ok and draw(st.booleans()) and draw(st.booleans()):
         found = draw(calls(ids).filter(bool))
-        text = Text(None, "", [], False, False, True, found)
-        return Group([text], [], _call_slots([text], draw), _result_order([text], draw), [], True)
+        # id None: the calls name no parent (ADK, AG2); else a parent id no text event used
+        # (Strands rotates its message id before each call)
+        ghost = ids("ghost") if draw(st.booleans()) else None
+        text = Text(ghost, "", [], False, False, True, found, silent=True)
+        parentless = ghost is None
+        return Group(
+            [text], [], _call_slots([text], draw), _result_order([text], draw), [], parentless
+        )
     texts = []
     for _ in range(draw(st.integers(1, 3))):
         text = draw(TEXT)
@@ -324,6 +332,7 @@ def runs(draw: st.DrawFn, ids: Ids, index: int, prompts: list[str], reused: bool
         if end == "finished"
         else "none",
         snake=draw(st.booleans()),
+        running=draw(st.booleans()) and draw(st.booleans()),
     )
 
 
@@ -357,7 +366,7 @@ def _orphan_ok(segments: list[Any]) -> bool:
 
 
 def _last_text(segments: list[Any]) -> Text | None:
-    texts = [t for s in segments if isinstance(s, Group) for t in s.texts if t.id is not None]
+    texts = [t for s in segments if isinstance(s, Group) for t in s.texts if not t.silent]
     return texts[-1] if texts else None
 
 
@@ -422,9 +431,9 @@ def _merge(queues: list[list[list[dict[str, Any]]]], order: list[int]) -> list[d
 
 def _group_events(group: Group, error: dict[str, Any] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    plain = {i: _text_events(t) for i, t in enumerate(group.texts) if t.id and not t.chunked}
+    plain = {i: _text_events(t) for i, t in enumerate(group.texts) if not t.silent and not t.chunked}
     for i, text in enumerate(group.texts):  # starts in order; chunked texts whole
-        if text.id is None:
+        if text.silent:
             continue
         if text.chunked:
             out.extend(e for part in _text_events(text) for e in part)
@@ -533,9 +542,15 @@ _TERMINALS = {"RUN_FINISHED", "RUN_ERROR", "run_finished", "run_error"}
 def _render(conversation: Conversation, index: int) -> list[dict[str, Any]]:
     run = conversation.runs[index]
     out: list[dict[str, Any]] = [{"type": "RUN_STARTED", "threadId": THREAD, "runId": run.run_id}]
-    for segment in run.segments:
+    request = request_messages(conversation, index)
+    if run.running:  # the seeded thread
+        out.append({"type": "MESSAGES_SNAPSHOT", "messages": request})
+    for done, segment in enumerate(run.segments, 1):
         if isinstance(segment, Group):
             out.extend(_group_events(segment, None))
+            if run.running:  # the thread so far
+                sofar = [*request, *run_messages(run, upto=done)]
+                out.append({"type": "MESSAGES_SNAPSHOT", "messages": sofar})
         elif isinstance(segment, Reasoning):
             out.extend(_reasoning_events(segment))
         else:
@@ -554,10 +569,13 @@ def _render(conversation: Conversation, index: int) -> list[dict[str, Any]]:
 # -- the meaning: messages as a client holds them, and the records a store must hold -------
 
 
-def run_messages(run: Run) -> list[dict[str, Any]]:
-    """The run's streamed messages as an AG-UI client holds them afterwards (ids as sent)."""
+def run_messages(run: Run, upto: int | None = None) -> list[dict[str, Any]]:
+    """The run's streamed messages as an AG-UI client holds them afterwards (ids as sent).
+
+    ``upto``: only those of the first ``upto`` segments.
+    """
     out: list[dict[str, Any]] = []
-    for segment in run.segments:
+    for segment in run.segments[:upto]:
         if not isinstance(segment, Group):
             continue
         for text in segment.texts:
@@ -716,7 +734,7 @@ def _group_records(run: Run, group: Group, pending: str | None) -> list[tuple[An
             (c.id, c.name, c.arguments, status_at_end(run, _ended(c, pending)))
             for c in started_calls(text)
         ]
-        if text.id is None:  # the message the fold opened for its calls ends with them
+        if text.silent:  # the message the fold opened for its calls ends with them
             ended = all(_ended(c, pending) for c in text.calls)
         else:
             ended = _ended(text, pending)
