@@ -367,7 +367,14 @@ class EventFolder(NestedHandlers, ExtraHandlers, SnapshotHandlers, OtherHandlers
             await self.finish(state, record, MessageStatus.COMPLETE)
 
     async def close_chunks(self, state: FoldState, event: BaseEvent) -> None:
-        """End chunk-opened messages and tool calls when another kind of event arrives."""
+        """End chunk-opened messages and tool calls when another kind of event arrives.
+
+        A ``RUN_ERROR`` does not: chunks have no end event, so the record streaming when
+        the run failed was cut by the failure and ends ``errored`` with the run's other
+        open records, as a ``TEXT_MESSAGE_START`` without its ``END`` does.
+        """
+        if isinstance(event, RunErrorEvent):
+            return
         if state.text_chunk is not None and not isinstance(event, TextMessageChunkEvent):
             await self.close_text_chunk(state)
         if state.tool_chunk is not None and not isinstance(event, ToolCallChunkEvent):

@@ -217,6 +217,7 @@ class NestedHandlers(FoldBase):
     async def handle_reasoning(self, state: FoldState, event: BaseEvent) -> None:
         """Fold ``REASONING_*`` and deprecated ``THINKING_*`` events (mapped one to one)."""
         if isinstance(event, ReasoningStartEvent | ThinkingStartEvent):
+            await self.end_unended_phase(state, getattr(event, "message_id", None))
             # opened at its first content: a start and end with nothing between is noise
             state.pending_reasoning = (
                 getattr(event, "message_id", None),
@@ -294,6 +295,18 @@ class NestedHandlers(FoldBase):
         host.reasoning(reasoning_id).status = MessageStatus.COMPLETE
         state.current_reasoning = None
         await self.boundary(state, host)
+
+    async def end_unended_phase(self, state: FoldState, agui_id: str | None) -> None:
+        """End the open reasoning message when another phase starts (its end never came).
+
+        A stack that leaves out ``REASONING_END``/``THINKING_END`` still starts each phase:
+        the next phase's start ends the previous one ``complete``, so it is stored as its own
+        reasoning message rather than swallowed by the previous one. The same id again (a
+        repeated start) keeps the phase open.
+        """
+        host = state.records.get(state.open_reasoning_host or "")
+        if host is not None and host.open and (agui_id is None or host.key != agui_id):
+            await self.end_reasoning_host(state)
 
     async def end_reasoning_host(self, state: FoldState) -> None:
         """Complete the open reasoning message and its reasonings."""

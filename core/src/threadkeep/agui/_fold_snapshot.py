@@ -52,13 +52,10 @@ from ag_ui.core import (
 from .._models import MessageStatus, Role, ToolCall
 from ._fold_base import FoldBase
 from ._state import REUSED_ID_NOTE, FoldState, Record
-from ._text import TextBuffer
+from ._text import SNAPSHOT_NOTE, TextBuffer, held_texts, repair_surrogates
 from ._translate import AguiMessage, message_from_agui, parts_from_agui
 
 __all__ = ["SNAPSHOT_NOTE", "SnapshotHandlers"]
-
-SNAPSHOT_NOTE = "agui_snapshot"
-"""``Message.metadata`` key of what a ``MESSAGES_SNAPSHOT`` said that differs from the stream."""
 
 
 class SnapshotHandlers(FoldBase):
@@ -111,7 +108,7 @@ class SnapshotHandlers(FoldBase):
                 record.key not in claimed
                 and record.message.role.value == message.role
                 and record.message.metadata.get("agui_role") != "activity"
-                and (record.content.text() or record.message.content) == text
+                and repair_surrogates(record.content.text() or record.message.content)[0] == text
                 and [p.model_dump() for p in record.message.parts] == parts
             ):
                 return record
@@ -129,7 +126,7 @@ class SnapshotHandlers(FoldBase):
             if (
                 stored.message_id not in taken
                 and stored.role.value == message.role
-                and stored.content == text
+                and text in held_texts(stored)
                 and [p.model_dump() for p in stored.parts] == parts
             ):
                 taken.add(stored.message_id)
@@ -273,7 +270,7 @@ def _answered_before(state: FoldState, message: ToolMessage) -> bool:
         return False
     text, _ = parts_from_agui(message.content)
     return any(
-        h.role is Role.TOOL and h.tool_call_ref == message.tool_call_id and h.content == text
+        h.role is Role.TOOL and h.tool_call_ref == message.tool_call_id and text in held_texts(h)
         for h in state.history
     )
 
@@ -287,8 +284,13 @@ def _is_json(text: str) -> bool:
 
 
 def _merge(buffer: TextBuffer, snapshot: str) -> bool:
-    """Apply the strict-prefix rule; return whether the texts now agree."""
-    streamed = buffer.text()
+    """Apply the strict-prefix rule; return whether the texts now agree.
+
+    The streamed text is compared as it will be stored: a surrogate pair split across two
+    deltas (JavaScript stacks split by UTF-16 code unit) is one character, as the
+    snapshot's JSON string decodes it.
+    """
+    streamed, _ = repair_surrogates(buffer.text())
     if streamed == snapshot:
         return True
     if snapshot.startswith(streamed):

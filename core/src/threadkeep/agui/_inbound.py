@@ -47,7 +47,7 @@ from .._errors import CapabilityNotSupported
 from .._models import Message
 from .._store import Store
 from ._state import REUSED_ID_NOTE
-from ._text import SURROGATES_NOTE, repair_model
+from ._text import SURROGATES_NOTE, held_calls, held_texts, repair_model
 from ._translate import AguiMessage, agui_id_of, message_from_agui
 
 __all__ = ["classify_inbound", "newest_ids", "same_message"]
@@ -297,12 +297,14 @@ def _echo_of(stored: Message, inbound: Message) -> bool:
     """Whether ``inbound`` is ``stored`` echoed under another id (``_Known.claim_same``).
 
     Role, content, parts and the tool call answered agree, and every tool call the echo
-    carries is one of the stored message's (LlamaIndex's snapshot drops them).
+    carries is one of the stored message's (LlamaIndex's snapshot drops them). The content
+    and arguments may be those a disagreeing ``MESSAGES_SNAPSHOT`` gave (``held_texts``):
+    the client holds the snapshot's.
     """
-    stored_calls = {(c.agui_id, c.name, c.arguments) for c in stored.tool_calls}
+    stored_calls = held_calls(stored)
     return (
         stored.role == inbound.role
-        and stored.content == inbound.content
+        and inbound.content in held_texts(stored)
         and [p.model_dump() for p in stored.parts] == [p.model_dump() for p in inbound.parts]
         and stored.tool_call_ref == inbound.tool_call_ref
         and all((c.agui_id, c.name, c.arguments) in stored_calls for c in inbound.tool_calls)

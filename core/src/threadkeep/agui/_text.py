@@ -14,9 +14,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from .._models import Message
+
 __all__ = [
+    "SNAPSHOT_NOTE",
     "SURROGATES_NOTE",
     "TextBuffer",
+    "held_calls",
+    "held_texts",
     "repair_model",
     "repair_surrogates",
     "repair_value",
@@ -27,7 +32,47 @@ __all__ = [
 SURROGATES_NOTE = "replaced_surrogates"
 """``metadata`` key counting lone surrogates replaced with U+FFFD (message, step or run)."""
 
+SNAPSHOT_NOTE = "agui_snapshot"
+"""``Message.metadata`` key of what a ``MESSAGES_SNAPSHOT`` said that differs from the stream."""
+
 M = TypeVar("M", bound=BaseModel)
+
+
+def held_texts(message: Message) -> tuple[str, ...]:
+    """The texts a client may hold for a stored message.
+
+    Its ``content``, and the text a ``MESSAGES_SNAPSHOT`` gave it where that disagreed with
+    the stream (``metadata["agui_snapshot"]["content"]``): the stored text stays the
+    streamed one, but a client replaces its list with the snapshot's, so that is the text
+    it sends back (under fresh ids, with LlamaIndex and ADK) on the next run.
+
+    Args:
+        message: A stored message.
+
+    Returns:
+        One or two texts, the stored one first.
+    """
+    note = message.metadata.get(SNAPSHOT_NOTE)
+    other = note.get("content") if isinstance(note, dict) else None
+    return (message.content, other) if isinstance(other, str) else (message.content,)
+
+
+def held_calls(message: Message) -> set[tuple[str | None, str, str]]:
+    """The ``(id, name, arguments)`` of a stored message's calls as a client may hold them.
+
+    Each call as stored, and with the arguments a disagreeing ``MESSAGES_SNAPSHOT`` gave it
+    (``metadata["agui_snapshot"]["tool_calls"]``), for the reason :func:`held_texts` says.
+    """
+    note = message.metadata.get(SNAPSHOT_NOTE)
+    other = note.get("tool_calls") if isinstance(note, dict) else None
+    snapshot = other if isinstance(other, dict) else {}
+    out = {(c.agui_id, c.name, c.arguments) for c in message.tool_calls}
+    for call in message.tool_calls:
+        arguments = snapshot.get(call.agui_id)
+        if isinstance(arguments, str):
+            out.add((call.agui_id, call.name, arguments))
+    return out
+
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _REPLACEMENT = "\ufffd".encode()
