@@ -431,7 +431,9 @@ def _merge(queues: list[list[list[dict[str, Any]]]], order: list[int]) -> list[d
 
 def _group_events(group: Group, error: dict[str, Any] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    plain = {i: _text_events(t) for i, t in enumerate(group.texts) if not t.silent and not t.chunked}
+    plain = {
+        i: _text_events(t) for i, t in enumerate(group.texts) if not t.silent and not t.chunked
+    }
     for i, text in enumerate(group.texts):  # starts in order; chunked texts whole
         if text.silent:
             continue
