@@ -5,8 +5,9 @@ implements, taken from the framework's source distribution on PyPI at the versio
 integration's extra pins, with the framework's licence and origin at the top. The one change
 in each copy is where the class the tests construct is imported from: a swap module in the
 folder (``tk_swap_<folder>.py``) whose class has the upstream constructor and builds
-threadkeep's integration on stores this conftest provides, on SQLite and on PostgreSQL
-(``upstream_location``, autouse). Copied tests of the upstream class's own machinery (its
+threadkeep's integration at a location this conftest provides (``upstream_store``: one store
+per backend and file, SQLite and PostgreSQL; ``upstream_location``, autouse: an owner of its
+own per upstream database). Copied tests of the upstream class's own machinery (its
 connections, locks, SQL rows, docstrings) are skipped by name, each with the reason the swap
 module's ``OUT_OF_SCOPE`` gives. The folder is collected only when named on the command line
 (``core/tests/integrations/conftest.py``).
@@ -16,9 +17,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -55,39 +55,41 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=f"out of scope: {reason}"))
 
 
-@pytest.fixture(autouse=True, params=["sqlite", "postgresql"])
-def upstream_location(
-    request: pytest.FixtureRequest, tmp_path: Path, provision_backend: Any
-) -> Iterator[None]:
-    """Give the test's swap module fresh stores on one backend, for this test.
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def upstream_store(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    provision_backend: Any,
+) -> Iterator[SyncStore]:
+    """One store per backend for a copied test file (one migration, not one per object)."""
+    folder = tmp_path_factory.mktemp(f"upstream-{request.param}")
+    with provision_backend(request.param, folder) as backend, backend.sync_store() as store:
+        yield store
 
-    The swap calls ``current_store(key)``: one store per distinct key (the upstream class's
-    database path: its objects on one file share a database), a new one for each ``None``
-    (an in-memory object has its own); all are closed and dropped after the test.
+
+@pytest.fixture(autouse=True)
+def upstream_location(request: pytest.FixtureRequest, upstream_store: SyncStore) -> Iterator[None]:
+    """Give the test's swap module fresh locations in the module's store, for this test.
+
+    The swap calls ``current_location(key)`` and gets ``(store, user_id)``: a location is an
+    owner of its own in the shared store, so objects of one key (the upstream class's database
+    path: its objects on one file share a database) see each other's data and nothing else,
+    and each ``None`` key (an in-memory object, which has a database of its own) gets a new one.
     """
     swap = _swap(Path(str(request.node.path)))
     if swap is None:
         yield
         return
-    with ExitStack() as stack:
-        stores: dict[str, SyncStore] = {}
+    owners: dict[str, str] = {}
 
-        def store_for(key: str | None) -> SyncStore:
-            name = key if key is not None else f":memory:{len(stores)}"
-            if name not in stores:
-                folder = tmp_path / f"location-{len(stores)}"
-                folder.mkdir()
-                # The copies build their objects inside async tests too: provisioning (which
-                # runs its own event loop for PostgreSQL) runs on a thread of its own.
-                with ThreadPoolExecutor(1) as worker:
-                    backend = worker.submit(
-                        stack.enter_context, provision_backend(request.param, folder)
-                    ).result()
-                stores[name] = stack.enter_context(backend.sync_store())
-            return stores[name]
+    def location_for(key: str | None) -> tuple[SyncStore, str]:
+        name = key if key is not None else f":memory:{len(owners)}"
+        if name not in owners:
+            owners[name] = f"upstream-{uuid.uuid4().hex}"
+        return upstream_store, owners[name]
 
-        swap.current_store = store_for
-        try:
-            yield
-        finally:
-            swap.current_store = None
+    swap.current_location = location_for
+    try:
+        yield
+    finally:
+        swap.current_location = None

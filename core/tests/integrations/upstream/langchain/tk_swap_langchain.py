@@ -3,8 +3,8 @@
 The upstream tests build ``InMemoryChatMessageHistory(messages=...)`` and compare histories
 with ``==`` (pydantic equality: same class, same messages). Here that constructor gives a
 :class:`~threadkeep.integrations.langchain.ThreadkeepChatMessageHistory` on a session of its
-own (a fresh session id) in the store of the current test's location (SQLite or PostgreSQL,
-see the conftest), holding ``messages`` if given; two of them are equal when their stored
+own (a fresh session id) at the current test's location (SQLite or PostgreSQL, see
+upstream/conftest.py), holding ``messages`` if given; two of them are equal when their stored
 messages are, which is what the upstream comparison means.
 """
 
@@ -20,16 +20,17 @@ from threadkeep.integrations.langchain import ThreadkeepChatMessageHistory
 from threadkeep.sync import SyncStore
 
 # Set by upstream/conftest.py's `upstream_location` fixture for the running test.
-current_store: Callable[[str | None], SyncStore] | None = None
+current_location: Callable[[str | None], tuple[SyncStore, str]] | None = None
 
 
 class InMemoryChatMessageHistory(ThreadkeepChatMessageHistory):
     """``ThreadkeepChatMessageHistory`` with ``InMemoryChatMessageHistory``'s constructor."""
 
     def __init__(self, messages: Sequence[BaseMessage] | None = None) -> None:
-        if current_store is None:
+        if current_location is None:
             raise RuntimeError("the upstream_location fixture is not active")
-        super().__init__(f"upstream-{uuid.uuid4().hex}", store=current_store(None))
+        store, user_id = current_location(None)
+        super().__init__(f"upstream-{uuid.uuid4().hex}", store=store, user_id=user_id)
         if messages:
             self.add_messages(list(messages))
 

@@ -2,9 +2,9 @@
 
 The upstream tests build ``SQLiteSession(session_id, db_path=":memory:", session_settings=None)``;
 here that constructor gives a :class:`~threadkeep.integrations.openai_agents.ThreadkeepSession`
-on the store of the current test's location (SQLite or PostgreSQL, see the conftest): the same
-``db_path`` gives the same store (sessions sharing a database file share a store), and
-``":memory:"`` a store of its own, as each in-memory ``SQLiteSession`` has its own database.
+at the current test's location (SQLite or PostgreSQL, see upstream/conftest.py): the same
+``db_path`` gives the same location (sessions sharing a database file share their data), and
+``":memory:"`` a location of its own, as each in-memory ``SQLiteSession`` has its own database.
 ``get_text_message`` is the upstream test helper (MIT License, Copyright (c) 2025 OpenAI),
 copied unchanged from ``tests/test_responses.py`` of openai-agents 0.24.0.
 """
@@ -23,8 +23,8 @@ from threadkeep.sync import SyncStore
 set_tracing_disabled(True)  # no trace export: the tests have no network
 
 # Set by upstream/conftest.py's `upstream_location` fixture for the running test:
-# db_path (or None for ":memory:") -> an open sync store at a fresh location.
-current_store: Callable[[str | None], SyncStore] | None = None
+# db_path (or None for ":memory:") -> (an open sync store, the user id of that location).
+current_location: Callable[[str | None], tuple[SyncStore, str]] | None = None
 
 
 class SQLiteSession(ThreadkeepSession):
@@ -36,10 +36,13 @@ class SQLiteSession(ThreadkeepSession):
         db_path: str | os.PathLike[str] = ":memory:",
         session_settings: SessionSettings | None = None,
     ) -> None:
-        if current_store is None:
+        if current_location is None:
             raise RuntimeError("the upstream_location fixture is not active")
         path = None if str(db_path) == ":memory:" else os.fspath(db_path)
-        super().__init__(session_id, store=current_store(path), session_settings=session_settings)
+        store, user_id = current_location(path)
+        super().__init__(
+            session_id, store=store, user_id=user_id, session_settings=session_settings
+        )
 
 
 # Copied tests of SQLiteSession's own machinery: skipped by upstream/conftest.py with these reasons.
