@@ -6,7 +6,9 @@ than imported from this module.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from threadkeep.cli import app
+from threadkeep_sql.testing import SchemaPool
 
 SETTINGS_ENV = (
     "THREADKEEP_URL",
@@ -123,3 +126,22 @@ def transcripts(tmp_path: Path) -> Transcripts:
 def sqlite_url(tmp_path: Path) -> str:
     """A fresh embedded SQLite store file in this test's temporary directory."""
     return f"sqlite+aiosqlite:///{tmp_path / 'threadkeep-test.db'}"
+
+
+@pytest.fixture(scope="session")
+def pg_schema_pool() -> Iterator[SchemaPool | None]:
+    """PostgreSQL schemas for stores opened with default options, reused between tests.
+
+    ``threadkeep_sql.testing.SchemaPool``: a test gets a schema no other test holds, at the
+    head revision with no rows (or, the first time, a new empty one its store migrates);
+    one a test changed is dropped instead of reused. ``None`` without
+    ``THREADKEEP_TEST_POSTGRES_URL`` (the tests then skip or fail through
+    ``require_service`` as before).
+    """
+    url = os.environ.get("THREADKEEP_TEST_POSTGRES_URL")
+    if not url:
+        yield None
+        return
+    pool = SchemaPool(url, prefix="tk_core_test")
+    yield pool
+    asyncio.run(pool.close())

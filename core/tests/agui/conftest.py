@@ -26,6 +26,7 @@ from ag_ui.core import (
 )
 
 from threadkeep import Message, MessageFilter, Store, open_store
+from threadkeep_sql.testing import SchemaPool
 
 REALDATA = Path(__file__).resolve().parents[3].parent / "shared" / "realdata"
 POSTGRES_ENV = "THREADKEEP_TEST_POSTGRES_URL"
@@ -34,16 +35,20 @@ Script = Callable[[RunAgentInput], AsyncIterator[BaseEvent]]
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
-async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """An open, empty store of each backend."""
-    async with _backend_store(request.param, tmp_path) as store:
+async def any_store(
+    request: pytest.FixtureRequest, tmp_path: Path, pg_schema_pool: SchemaPool | None
+) -> AsyncIterator[Store]:
+    """An open, empty store of each backend (PostgreSQL: a schema of the session's pool)."""
+    async with _backend_store(request.param, tmp_path, pg_schema_pool) as store:
         yield store
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgresql", "mongodb", "memservice"])
-async def every_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+async def every_store(
+    request: pytest.FixtureRequest, tmp_path: Path, pg_schema_pool: SchemaPool | None
+) -> AsyncIterator[Store]:
     """An open, empty store of every driver (MongoDB: a fresh database, dropped after)."""
-    async with _backend_store(request.param, tmp_path) as store:
+    async with _backend_store(request.param, tmp_path, pg_schema_pool) as store:
         yield store
 
 
@@ -55,8 +60,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 class _backend_store:  # noqa: N801 - used like a function
-    def __init__(self, backend: str, tmp_path: Path) -> None:
-        self.backend, self.tmp_path = backend, tmp_path
+    def __init__(self, backend: str, tmp_path: Path, pool: SchemaPool | None = None) -> None:
+        self.backend, self.tmp_path, self.pool = backend, tmp_path, pool
         self.schema: AbstractAsyncContextManager[str] | None = None
         self.store: Store | None = None
 
@@ -82,7 +87,9 @@ class _backend_store:  # noqa: N801 - used like a function
             from threadkeep_sql.testing import temporary_schema
 
             server = require_service(POSTGRES_ENV, "PostgreSQL")
-            self.schema = temporary_schema(server, prefix="tk_agui")
+            self.schema = (
+                self.pool.schema() if self.pool else temporary_schema(server, prefix="tk_agui")
+            )
             url = await self.schema.__aenter__()
         self.store = await open_store(url, **options).open()
         return self.store

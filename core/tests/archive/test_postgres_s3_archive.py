@@ -21,16 +21,19 @@ pytest.importorskip("threadkeep_s3", reason="threadkeep-s3 is not installed")
 
 from threadkeep_contract_tests import require_service
 from threadkeep_s3 import S3Archive
-from threadkeep_sql.testing import temporary_schema
+from threadkeep_sql.testing import SchemaPool
 
 
 class TestPostgresWithS3Archive(ArchiveLifecycleContract):
     """``threadkeep-sql`` on PostgreSQL archiving into S3 (SeaweedFS in CI)."""
 
     @pytest.fixture
-    async def store_factory(self) -> AsyncIterator[Callable[..., Store]]:
-        server = require_service("THREADKEEP_TEST_POSTGRES_URL", "PostgreSQL")
-        async with temporary_schema(server, prefix="tk_arch") as url:
+    async def store_factory(
+        self, pg_schema_pool: SchemaPool | None
+    ) -> AsyncIterator[Callable[..., Store]]:
+        require_service("THREADKEEP_TEST_POSTGRES_URL", "PostgreSQL")  # skip or fail first
+        assert pg_schema_pool is not None  # core/tests/conftest.py: made when the URL is set
+        async with pg_schema_pool.schema() as url:  # a head schema without rows, reused
             yield lambda **options: open_store(url, **options)
 
     @pytest.fixture
