@@ -31,9 +31,11 @@ from uuid import UUID
 import asyncpg
 import pytest
 
-from threadkeep import BackendUnavailable, Message, Step
+from threadkeep import BackendUnavailable, Message
 from threadkeep_sql import SqlStore
 from threadkeep_sql.testing import create_schema
+
+from .test_postgres_killed_mid_write import write_of_kind
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 _GUARD = 120  # seconds: hang guard of every wait
@@ -157,19 +159,8 @@ async def test_a_crash_mid_write_is_typed_absent_and_the_store_writes_on(
     await store.append_messages(chat.chat_id, _batch("before"))
     if kind == "end_run":
         await store.start_run(chat.chat_id, "r1", owner="w")
-    writes: dict[str, Callable[[], Awaitable[Any]]] = {
-        "append": lambda: store.append_messages(chat.chat_id, _batch("lost")),
-        "load": lambda: store.load_messages(chat.chat_id, _batch("lost", 500)),
-        "end_run": lambda: store.end_run(
-            chat.chat_id,
-            "r1",
-            owner="w",
-            status="complete",
-            messages=_batch("lost", run_id="r1"),
-            steps=[Step(chat_id=chat.chat_id, run_id="r1", stack_id="s", type="llm")],
-        ),
-    }
-    [error] = await _crash_while_blocked(cluster, store, chat.chat_id, [writes[kind]])
+    write = write_of_kind(store, chat.chat_id, kind, "lost", load_size=500)
+    [error] = await _crash_while_blocked(cluster, store, chat.chat_id, [write])
     assert isinstance(error, BackendUnavailable), repr(error)
     with pytest.raises(BackendUnavailable):  # while down: typed, at once
         await store.append_messages(chat.chat_id, _batch("down"))
