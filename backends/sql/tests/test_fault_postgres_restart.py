@@ -19,6 +19,8 @@ import contextlib
 import os
 import random
 import shutil
+import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -124,11 +126,15 @@ def _batch(tag: str, size: int = 3, **fields: Any) -> list[Message]:
 
 
 async def _crash_while_blocked(
-    cluster: _Cluster, store: SqlStore, chat_id: UUID, writes: list[Callable[[], Awaitable[Any]]]
+    cluster: _Cluster,
+    store: SqlStore,
+    chat_id: UUID,
+    writes: list[Callable[[], Awaitable[Any]]],
+    dsn: str | None = None,
 ) -> list[Any]:
     """Run ``writes`` with the chat row locked; crash the server once one waits; return outcomes."""
     schema = store.schema_name  # type: ignore[attr-defined]
-    admin = await asyncpg.connect(cluster.dsn())
+    admin = await asyncpg.connect(dsn or cluster.dsn())
     try:
         await admin.execute("BEGIN")
         await admin.execute(
@@ -273,3 +279,107 @@ async def test_a_role_out_of_connections_is_typed_and_names_the_limit(cluster: _
         for hog in hogs:
             await hog.close()
         await admin.close()
+
+
+class _Bouncer:
+    """A PgBouncer of the test's own (transaction pooling) in front of ``cluster``.
+
+    ``query_wait_timeout`` is 10 s (PgBouncer's default, 120 s, is how long a client waits
+    for a server connection while the server is down) and ``server_login_retry`` 1 s (15 s
+    by default: the wait before the next login after a failed one).
+    """
+
+    def __init__(self, cluster: _Cluster) -> None:
+        self.cluster, self.port = cluster, 0
+        self.ini = cluster.root / "pgbouncer.ini"
+        (cluster.root / "userlist.txt").write_text('"postgres" ""\n')
+
+    def start(self) -> None:
+        for _ in range(8):
+            self.port = random.randrange(41000, 49000)
+            self.ini.write_text(
+                f"[databases]\n* = host=127.0.0.1 port={self.cluster.port}\n[pgbouncer]\n"
+                f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
+                f"auth_type = trust\nauth_file = {self.cluster.root / 'userlist.txt'}\n"
+                "pool_mode = transaction\ndefault_pool_size = 4\nquery_wait_timeout = 10\n"
+                f"server_login_retry = 1\nlogfile = {self.cluster.root / 'pgbouncer.log'}\n"
+                f"pidfile = {self.cluster.root / 'pgbouncer.pid'}\n"
+            )
+            if self.cluster._as:
+                shutil.chown(self.ini, "postgres", "postgres")
+            command = [*self.cluster._as, "pgbouncer", "-d", "-q", str(self.ini)]
+            done = subprocess.run(command, check=False, capture_output=True, timeout=_GUARD)
+            if done.returncode == 0 and self._answers():
+                return
+        raise AssertionError(f"PgBouncer did not start: {done.stderr!r}")
+
+    def _answers(self) -> bool:
+        deadline = time.monotonic() + _GUARD
+        while time.monotonic() < deadline:
+            if not (self.cluster.root / "pgbouncer.pid").exists():
+                time.sleep(0.05)
+                continue
+            with contextlib.suppress(OSError):
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            time.sleep(0.05)
+        return False
+
+    async def passes_queries(self) -> None:
+        """Wait until a query through PgBouncer reaches the server (after a restart)."""
+        deadline = time.monotonic() + _GUARD
+        while True:
+            try:
+                conn = await asyncpg.connect(
+                    f"postgresql://postgres@127.0.0.1:{self.port}/tk_bounced",
+                    statement_cache_size=0,
+                )
+                try:
+                    await conn.fetchval("SELECT 1")
+                    return
+                finally:
+                    await conn.close()
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                assert time.monotonic() < deadline, "PgBouncer never reached the server"
+                await asyncio.sleep(0.1)
+
+    def stop(self) -> None:
+        pidfile = self.cluster.root / "pgbouncer.pid"
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+            os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
+
+
+async def test_a_server_restarted_behind_pgbouncer(cluster: _Cluster) -> None:
+    """Through PgBouncer: a crash mid-append is typed, a write while down is typed (after
+    PgBouncer's query_wait_timeout), and the same store writes on after the restart."""
+    if shutil.which("pgbouncer") is None:
+        why = "PgBouncer is not installed (bash .ci/services/pgbouncer.sh start installs it)"
+        if os.environ.get("THREADKEEP_REQUIRE_SERVICES"):
+            pytest.fail(why + "; THREADKEEP_REQUIRE_SERVICES is set, so this is a failure")
+        pytest.skip(why)
+    admin = await asyncpg.connect(cluster.dsn())
+    await admin.execute("DROP DATABASE IF EXISTS tk_bounced")
+    await admin.execute("CREATE DATABASE tk_bounced")
+    await admin.close()
+    bouncer = _Bouncer(cluster)
+    bouncer.start()
+    try:
+        url = f"postgresql+asyncpg://postgres@127.0.0.1:{bouncer.port}/tk_bounced"
+        async with SqlStore(url, pooler="transaction") as store:
+            store.schema_name = "public"  # type: ignore[attr-defined]
+            chat = await store.create_chat("u", "t")
+            await store.append_messages(chat.chat_id, _batch("before"))
+            lost = [lambda: store.append_messages(chat.chat_id, _batch("lost"))]
+            direct = cluster.dsn().rsplit("/", 1)[0] + "/tk_bounced"
+            [error] = await _crash_while_blocked(cluster, store, chat.chat_id, lost, dsn=direct)
+            assert isinstance(error, BackendUnavailable), repr(error)
+            with pytest.raises(BackendUnavailable):
+                async with asyncio.timeout(_GUARD):
+                    await store.append_messages(chat.chat_id, _batch("down"))
+            cluster.start()
+            await bouncer.passes_queries()  # PgBouncer refuses logins for server_login_retry
+            assert await _contents(store, chat.chat_id) == [f"before-{i}" for i in range(3)]
+            after = await store.append_messages(chat.chat_id, _batch("after"))
+            assert [m.seq for m in after] == [4, 5, 6]
+    finally:
+        bouncer.stop()
