@@ -20,10 +20,10 @@ import os
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 import pytest
 
@@ -92,7 +92,7 @@ class _Cold:
 
     def __init__(self, weed: OwnWeed, proxy: FaultProxy) -> None:
         self.weed, self.proxy = weed, proxy
-        self.url = f"s3://{BUCKET}/cold"
+        self.url = f"s3://{BUCKET}/cold-{uuid4().hex}"  # the module's tests share the server
 
     def kill(self) -> None:
         self.weed.kill()
@@ -108,25 +108,33 @@ class _Cold:
         return S3Archive(self.url, **options)
 
 
-@pytest.fixture
-async def cold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[_Cold]:
+@pytest.fixture(scope="module")
+def weed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnWeed]:
+    """One SeaweedFS for the module (each test has its own prefix and starts it if killed)."""
     if not WEED.exists():
         why = f"SeaweedFS is not installed at {WEED} (bash .ci/services/s3.sh start)"
         if os.environ.get("THREADKEEP_REQUIRE_SERVICES"):
             pytest.fail(why + "; THREADKEEP_REQUIRE_SERVICES is set, so this is a failure")
         pytest.skip(why)
-    weed = OwnWeed(tmp_path / "weed")
+    own = OwnWeed(tmp_path_factory.mktemp("weed") / "state")
     try:
-        weed.start(_answers)
-        await _usable(weed.s3_port)
-        async with FaultProxy(lambda: weed.s3_port) as proxy:
-            monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{proxy.port}")
-            monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
-            monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-            yield _Cold(weed, proxy)
+        own.start(_answers)
+        asyncio.run(_usable(own.s3_port))
+        yield own
     finally:
-        weed.cleanup()
+        own.cleanup()
+
+
+@pytest.fixture
+async def cold(weed: OwnWeed, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[_Cold]:
+    async with FaultProxy(lambda: weed.s3_port) as proxy:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        own = _Cold(weed, proxy)
+        await own.restart()  # a no-op unless an earlier test left it killed
+        yield own
 
 
 @pytest.fixture
@@ -239,7 +247,7 @@ async def test_killed_mid_upload_stores_nothing_and_a_rerun_archives(
     task = asyncio.ensure_future(_archive(store, cold, chat_id))
     await _wait(held.reached, task)
     cold.kill()  # 20,000 bytes of the bundle reached the server, the rest never will
-    await _fails_unavailable(task, "s3://faults/cold/")
+    await _fails_unavailable(task, "s3://faults/cold-")
     assert await _one_tier(store, cold, chat_id, len(before)) is ChatStatus.ACTIVE
     assert await _history(store, chat_id) == before  # the hot tier reads with S3 down
     await cold.restart()
@@ -257,7 +265,7 @@ async def test_killed_between_parts_of_a_multipart_upload(store: Store, cold: _C
     task = asyncio.ensure_future(_archive(store, cold, chat_id, part, single_put_bytes=1 << 20))
     await _wait(held.reached, task)
     cold.kill()  # part 1 stored, part 2 cut: the upload is never completed
-    await _fails_unavailable(task, "upload s3://faults/cold/")
+    await _fails_unavailable(task, "upload s3://faults/cold-")
     assert await _one_tier(store, cold, chat_id, len(before)) is ChatStatus.ACTIVE
     await cold.restart()
     assert await _keys(cold) == [], "an uncompleted multipart upload is no object"
@@ -284,7 +292,7 @@ async def test_killed_between_upload_and_hot_delete(store: Store, cold: _Cold, s
         task = asyncio.ensure_future(
             _KillingArchiver(store, archive, cold, step).archive_chat(chat_id)
         )
-        await _fails_unavailable(task, "s3://faults/cold/")
+        await _fails_unavailable(task, "s3://faults/cold-")
     chat = await store.get_chat(chat_id)
     if step != "written":  # verified, then flipped (no S3 call between): the object is the truth
         assert chat.status is ChatStatus.ARCHIVED
@@ -307,7 +315,7 @@ async def test_killed_mid_restore_keeps_the_chat_archived(store: Store, cold: _C
     await _wait(held.reached, task)
     cold.kill()
     held.release.set()  # the proxy closes the download half-way, as the dead server did
-    error = await _fails_unavailable(task, "get s3://faults/cold/")
+    error = await _fails_unavailable(task, "get s3://faults/cold-")
     assert f"archived chat {chat_id} could not be read back" in str(error)
     assert "stays archived and unchanged" in str(error)
     chat = await store.get_chat(chat_id)
@@ -328,7 +336,7 @@ async def test_5xx_answers_are_retried_then_typed(store: Store, cold: _Cold) -> 
 
     cold.proxy.add(Rule("answer", method="PUT", times=10_000, status=500, code="InternalError"))
     task = asyncio.ensure_future(_archive(store, cold, chat_id))
-    error = await _fails_unavailable(task, "put s3://faults/cold/")
+    error = await _fails_unavailable(task, "put s3://faults/cold-")
     assert "InternalError" in str(error)
     assert await _one_tier(store, cold, chat_id, len(before)) is ChatStatus.ACTIVE
     cold.proxy.rules.clear()
