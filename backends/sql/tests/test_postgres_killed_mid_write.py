@@ -55,6 +55,21 @@ def _batch(tag: str, size: int = 3, **fields: Any) -> list[Message]:
     return [Message(role="user", content=f"{tag}-{i}", **fields) for i in range(size)]
 
 
+def write_of_kind(
+    store: Any, chat_id: Any, kind: str, tag: str, *, load_size: int
+) -> Callable[[], Awaitable[Any]]:
+    """The write ``kind`` (``append``, ``load``, ``end_run`` of run ``r1``) of a few messages."""
+    if kind == "append":
+        return lambda: store.append_messages(chat_id, _batch(tag))
+    if kind == "load":
+        return lambda: store.load_messages(chat_id, _batch(tag, load_size))
+    step = Step(chat_id=chat_id, run_id="r1", stack_id="s", type="llm")
+    messages = _batch(tag, run_id="r1")
+    return lambda: store.end_run(
+        chat_id, "r1", owner="w", status="complete", messages=messages, steps=[step]
+    )
+
+
 @pytest.mark.parametrize("kind", ["append", "load", "end_run"])
 async def test_a_write_whose_backend_is_killed_is_typed_and_absent(pg_schema, kind: str) -> None:
     url, schema = pg_schema
@@ -63,19 +78,8 @@ async def test_a_write_whose_backend_is_killed_is_typed_and_absent(pg_schema, ki
         await store.append_messages(chat.chat_id, _batch("before"))
         if kind == "end_run":
             await store.start_run(chat.chat_id, "r1", owner="w")
-        writes: dict[str, Callable[[], Awaitable[Any]]] = {
-            "append": lambda: store.append_messages(chat.chat_id, _batch("killed")),
-            "load": lambda: store.load_messages(chat.chat_id, _batch("killed", 50)),
-            "end_run": lambda: store.end_run(
-                chat.chat_id,
-                "r1",
-                owner="w",
-                status="complete",
-                messages=_batch("killed", run_id="r1"),
-                steps=[Step(chat_id=chat.chat_id, run_id="r1", stack_id="s", type="llm")],
-            ),
-        }
-        error = await _kill_while_blocked(url, schema, chat.chat_id, writes[kind])
+        write = write_of_kind(store, chat.chat_id, kind, "killed", load_size=50)
+        error = await _kill_while_blocked(url, schema, chat.chat_id, write)
         assert isinstance(error, BackendUnavailable), repr(error)
         stored = await store.scan_messages(chat.chat_id, limit=1000)
         assert [m.content for m in stored] == [f"before-{i}" for i in range(3)]

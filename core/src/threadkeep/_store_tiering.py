@@ -18,7 +18,13 @@ from uuid import UUID
 
 from ._archive._bundle import BundleReader
 from ._archive._objects import ArchiveRef
-from ._errors import ArchiveError, ArchiveIntegrityError, ChatNotFound, Conflict
+from ._errors import (
+    ArchiveError,
+    ArchiveIntegrityError,
+    BackendUnavailable,
+    ChatNotFound,
+    Conflict,
+)
 from ._models import Chat, ChatStatus
 from ._registry import archive_class_for
 from ._store_core import StoreContext
@@ -103,12 +109,26 @@ async def rehydrate(ctx: StoreContext, chat: Chat) -> Chat:
         ArchiveIntegrityError: If the bundle does not match its ref.
         UnknownDriver: If the archive driver the ref names is not installed.
         Conflict: If the chat kept changing.
+        BackendUnavailable: If the archive (or the hot store) fails on the way: the
+            message names the chat and its bundle; the chat stays archived, and rows
+            restored so far stay invisible (the next read restores the rest, skipping them).
     """
     if not chat.archive_ref:
         raise ArchiveError(f"chat {chat.chat_id} is archived but has no archive_ref")
     ref = ArchiveRef.parse(chat.archive_ref)
     if ref.sha256 is None:
         raise ArchiveIntegrityError(f"archived chat {chat.chat_id} has no checksum in its ref")
+    try:
+        return await _rehydrate(ctx, chat, ref)
+    except BackendUnavailable as exc:  # say what it means for the chat, keep the class
+        msg = (
+            f"archived chat {chat.chat_id} could not be read back from {ref.object_url}; it "
+            f"stays archived and unchanged, read it again once this is fixed: {exc}"
+        )
+        raise type(exc)(msg) from exc
+
+
+async def _rehydrate(ctx: StoreContext, chat: Chat, ref: ArchiveRef) -> Chat:
     async with open_archive(ref.root_url) as archive:
         expected: int | None = None
         for _ in range(_ATTEMPTS):

@@ -11,6 +11,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
     BotoCoreError,
     ClientError,
     HTTPClientError,
+    IncompleteReadError,
     NoCredentialsError,
     PartialCredentialsError,
 )
@@ -55,7 +56,8 @@ def map_s3_errors(where: str, missing: str = "object") -> Iterator[None]:
 
     ``missing`` names what a 404 means here (``"object"``, or ``"bucket"`` on open).
 
-    ``Conflict`` for failed preconditions, ``BackendUnavailable`` for network failures,
+    ``Conflict`` for failed preconditions, ``BackendUnavailable`` for network failures
+    (a connection refused or closed, a download cut short),
     timeouts and 5xx, ``ArchiveError`` for everything the caller must fix (credentials,
     bucket, missing object).
     """
@@ -68,7 +70,13 @@ def map_s3_errors(where: str, missing: str = "object") -> Iterator[None]:
             f"{where}: no AWS credentials; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile"
         )
         raise ArchiveError(msg) from exc
-    except (BotoConnectionError, HTTPClientError, aiohttp.ClientError, TimeoutError) as exc:
+    except (
+        BotoConnectionError,
+        HTTPClientError,
+        IncompleteReadError,  # a body cut short: the server or the network went away
+        aiohttp.ClientError,
+        TimeoutError,
+    ) as exc:
         raise BackendUnavailable(f"{where}: S3 could not be reached ({exc}); retry") from exc
     except asyncio.CancelledError:
         raise
