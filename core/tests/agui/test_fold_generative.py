@@ -163,7 +163,11 @@ def _check_snapshot_notes(run: Any, messages: list[Message]) -> None:
     """A disagreeing snapshot text is kept in the record's ``agui_snapshot`` metadata."""
     call = model._snapshot_call(run)
     if call is not None:
-        (record,) = [m for m in messages if call.id in [c.agui_id for c in m.tool_calls]]
+        (record,) = [
+            m
+            for m in messages
+            if m.run_id == run.run_id and call.id in [c.agui_id for c in m.tool_calls]
+        ]
         note = record.metadata.get("agui_snapshot", {}).get("tool_calls")
         assert note == {call.id: model.SNAPSHOT_ARGUMENTS}
     target = model._snapshot_target(run)
