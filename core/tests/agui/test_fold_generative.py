@@ -44,7 +44,15 @@ model = _load("_agui_fold_model", "fold_model.py")
 shapes = _load("_agui_fold_generative_shapes", "test_stack_shapes.py")
 
 PATHS = ("incremental", "buffered", "import")
-FIXTURE_OK = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+# The store fixture serves every example (each uses its own user); the profile's own
+# suppressions (``too_slow`` on a loaded machine) are kept, not replaced.
+FIXTURE_OK = settings(
+    suppress_health_check=[
+        *settings.default.suppress_health_check,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+    ]
+)
 # A conversation is cheap to fold (tens of ms on memory and SQLite): twice the
 # profile's count (``ci``: 60 per store, about 15 s on two loaded cores), a tenth on
 # PostgreSQL, where every example costs round trips to the shared server.
