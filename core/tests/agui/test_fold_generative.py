@@ -258,11 +258,33 @@ UNENDED_PHASE_THEN_THINKING = M.Conversation(
 )
 
 
+
+def _call_turn(run: int, text_id: str, result_id: str, result: str, **fields: Any) -> Any:
+    """A run whose one text holds ``call_0`` (numbered per turn), answered by ``result_id``."""
+    call = M.Call("call_0", "get_weather", "{}", ["{}"], False, False, True, None)
+    call.result = M.Result(result, result_id, "content")
+    text = M.Text(text_id, "", [""], False, False, True, [call])
+    return _run(run, [M.Group([text], [0, 0], [0, 0], [0], [], False)], **fields)
+
+
+# 5. Calls numbered per turn: run 2 calls `call_0` again, and its snapshot lists run 1's
+#    result for `call_0` too. That one matched (by toolCallId) run 2's result, which took
+#    run 1's text. A snapshot tool message whose id the run began with is that message.
+CALL_0_AGAIN_WITH_A_SNAPSHOT = M.Conversation(
+    [
+        _call_turn(1, "txt-1", "res-1", "0"),
+        _call_turn(2, "txt-2", "res-2", "", history="ids", snapshot="equal"),
+    ],
+    False,
+)
+
+
 @settings(FIXTURE_OK, max_examples=EXAMPLES)
 @example(conversation=CHUNK_THEN_ERROR)
 @example(conversation=DISAGREE_THEN_FRESH_ECHO)
 @example(conversation=SPLIT_PAIR_THEN_LONGER_SNAPSHOT)
 @example(conversation=UNENDED_PHASE_THEN_THINKING)
+@example(conversation=CALL_0_AGAIN_WITH_A_SNAPSHOT)
 @given(conversation=model.conversations())
 async def test_generated_streams_store_what_they_mean(store, tmp_path, conversation):
     await check_conversation(store, tmp_path / uuid.uuid4().hex[:8], conversation)
