@@ -258,7 +258,6 @@ UNENDED_PHASE_THEN_THINKING = M.Conversation(
 )
 
 
-
 def _call_turn(run: int, text_id: str, result_id: str, result: str, **fields: Any) -> Any:
     """A run whose one text holds ``call_0`` (numbered per turn), answered by ``result_id``."""
     call = M.Call("call_0", "get_weather", "{}", ["{}"], False, False, True, None)
