@@ -44,7 +44,15 @@ model = _load("_agui_fold_model", "fold_model.py")
 shapes = _load("_agui_fold_generative_shapes", "test_stack_shapes.py")
 
 PATHS = ("incremental", "buffered", "import")
-FIXTURE_OK = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+# The store fixture serves every example (each uses its own user); the profile's own
+# suppressions (``too_slow`` on a loaded machine) are kept, not replaced.
+FIXTURE_OK = settings(
+    suppress_health_check=[
+        *settings.default.suppress_health_check,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+    ]
+)
 # A conversation is cheap to fold (tens of ms on memory and SQLite): twice the
 # profile's count (``ci``: 60 per store, about 15 s on two loaded cores), a tenth on
 # PostgreSQL, where every example costs round trips to the shared server.
@@ -163,7 +171,11 @@ def _check_snapshot_notes(run: Any, messages: list[Message]) -> None:
     """A disagreeing snapshot text is kept in the record's ``agui_snapshot`` metadata."""
     call = model._snapshot_call(run)
     if call is not None:
-        (record,) = [m for m in messages if call.id in [c.agui_id for c in m.tool_calls]]
+        (record,) = [
+            m
+            for m in messages
+            if m.run_id == run.run_id and call.id in [c.agui_id for c in m.tool_calls]
+        ]
         note = record.metadata.get("agui_snapshot", {}).get("tool_calls")
         assert note == {call.id: model.SNAPSHOT_ARGUMENTS}
     target = model._snapshot_target(run)
@@ -246,11 +258,32 @@ UNENDED_PHASE_THEN_THINKING = M.Conversation(
 )
 
 
+def _call_turn(run: int, text_id: str, result_id: str, result: str, **fields: Any) -> Any:
+    """A run whose one text holds ``call_0`` (numbered per turn), answered by ``result_id``."""
+    call = M.Call("call_0", "get_weather", "{}", ["{}"], False, False, True, None)
+    call.result = M.Result(result, result_id, "content")
+    text = M.Text(text_id, "", [""], False, False, True, [call])
+    return _run(run, [M.Group([text], [0, 0], [0, 0], [0], [], False)], **fields)
+
+
+# 5. Calls numbered per turn: run 2 calls `call_0` again, and its snapshot lists run 1's
+#    result for `call_0` too. That one matched (by toolCallId) run 2's result, which took
+#    run 1's text. A snapshot tool message whose id the run began with is that message.
+CALL_0_AGAIN_WITH_A_SNAPSHOT = M.Conversation(
+    [
+        _call_turn(1, "txt-1", "res-1", "0"),
+        _call_turn(2, "txt-2", "res-2", "", history="ids", snapshot="equal"),
+    ],
+    False,
+)
+
+
 @settings(FIXTURE_OK, max_examples=EXAMPLES)
 @example(conversation=CHUNK_THEN_ERROR)
 @example(conversation=DISAGREE_THEN_FRESH_ECHO)
 @example(conversation=SPLIT_PAIR_THEN_LONGER_SNAPSHOT)
 @example(conversation=UNENDED_PHASE_THEN_THINKING)
+@example(conversation=CALL_0_AGAIN_WITH_A_SNAPSHOT)
 @given(conversation=model.conversations())
 async def test_generated_streams_store_what_they_mean(store, tmp_path, conversation):
     await check_conversation(store, tmp_path / uuid.uuid4().hex[:8], conversation)

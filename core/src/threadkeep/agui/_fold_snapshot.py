@@ -146,7 +146,13 @@ class SnapshotHandlers(FoldBase):
             for call in message.tool_calls or []:
                 if call.id in state.tool_hosts:
                     return state.records[state.tool_hosts[call.id][0]]
-        if isinstance(message, ToolMessage) and message.tool_call_id:
+        if (
+            isinstance(message, ToolMessage)
+            and message.tool_call_id
+            and not _began_with(state, message.id)
+        ):
+            # A tool message the run began with is that earlier message, not this run's
+            # answer to a call of the same id (providers number calls per turn: call_0).
             answers = [
                 r
                 for r in state.records.values()
@@ -262,6 +268,15 @@ def _sent(message: AguiMessage) -> tuple[str, list[dict[str, Any]]]:
 def _empty(message: AguiMessage) -> bool:
     """An assistant message with no text and no tool call (it carries nothing to store)."""
     return isinstance(message, AssistantMessage) and not message.content and not message.tool_calls
+
+
+def _began_with(state: FoldState, agui_id: str) -> bool:
+    """Whether ``agui_id`` names a message of the run's input or the chat's context."""
+    if agui_id in state.inbound_ids:
+        return True
+    return any(
+        h.agui_id == agui_id or h.metadata.get(REUSED_ID_NOTE) == agui_id for h in state.history
+    )
 
 
 def _answered_before(state: FoldState, message: ToolMessage) -> bool:
