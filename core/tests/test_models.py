@@ -88,6 +88,22 @@ def test_naive_datetimes_are_rejected(field: str):
         Chat(user_id="u", thread_id="t", **{field: datetime(2024, 5, 1, 12, 0)})
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(9999, 12, 31, 23, 0, tzinfo=timezone(timedelta(hours=-14))),  # year 10000 in UTC
+        datetime(1, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=14))),  # year 0 in UTC
+        "9999-12-31T23:00:00-14:00",
+    ],
+)
+def test_a_time_out_of_range_in_utc_is_a_validation_error(value: object):
+    # It was OverflowError from datetime.astimezone, which pydantic does not wrap.
+    with pytest.raises(ValidationError, match="out of range"):
+        Message(role="user", created_at=value)
+    with pytest.raises(ValidationError, match="out of range"):
+        Chat(user_id="u", thread_id="t", updated_at=value)
+
+
 def test_assignment_is_validated_too():
     message = Message(role="user")
     with pytest.raises(ValidationError):

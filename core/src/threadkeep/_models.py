@@ -41,7 +41,10 @@ __all__ = [
 
 
 def _to_utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:  # pydantic wraps ValueError, not OverflowError
+        raise ValueError(f"{value.isoformat()} is out of range in UTC (years 1 to 9999)") from exc
 
 
 UTCDateTime = Annotated[AwareDatetime, AfterValidator(_to_utc)]

@@ -103,3 +103,8 @@ async def test_a_re_import_of_an_older_import_of_a_nested_tree_writes_nothing(
     changed = await import_agui(store, root, user_id="u")
     assert (changed.chats_created, changed.messages_created) == (0, 1)
     assert await keys(store) == {"agui:run.jsonl:T": 4, "agui:X:T": 1}
+    # And stays there: the chat keeps its older key, so the next re-import of the unchanged
+    # tree writes nothing (it split the chat's recordings into three new chats, copying them).
+    settled = await import_agui(store, root, user_id="u")
+    assert (settled.chats_created, settled.messages_created) == (0, 0)
+    assert await keys(store) == {"agui:run.jsonl:T": 4, "agui:X:T": 1}

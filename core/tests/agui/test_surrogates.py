@@ -13,6 +13,8 @@ import logging
 
 import pytest
 from ag_ui.core import (
+    AssistantMessage,
+    MessagesSnapshotEvent,
     RunErrorEvent,
     RunFinishedEvent,
     StateSnapshotEvent,
@@ -156,6 +158,56 @@ async def test_an_inbound_message_with_a_lone_surrogate_is_stored_repaired(store
     agent = StorageAgent(kit.Agent(lambda inp: _finish(kit, inp)), store, user_id="u")
     assert type([e async for e in agent.run(second)][-1]) is RunFinishedEvent
     assert [m.agui_id for m in await kit.history(store, "u", "thread-1")] == ["u1\ufffd", "u2"]
+
+
+@pytest.mark.parametrize(
+    ("streamed", "snapshot", "stored"),
+    [
+        ("x " + B + " y", "x " + B + " y", "x \ufffd y"),  # the same text: they agree
+        ("x " + B, "x " + B + " more", "x \ufffd more"),  # a strict prefix: the rest is added
+    ],
+)
+@pytest.mark.parametrize("policy", POLICIES)
+async def test_a_snapshot_with_the_streamed_lone_surrogate_agrees_with_the_stream(
+    store, kit, policy, streamed, snapshot, stored
+):
+    # The strict-prefix rule compares both texts as they are stored (lone surrogates as
+    # U+FFFD): comparing the repaired stream with the raw snapshot took them for disagreeing,
+    # noted the snapshot's text and dropped the rest a strict prefix's snapshot completes.
+    body = [
+        TextMessageStartEvent(message_id="a1", role="assistant"),
+        TextMessageContentEvent(message_id="a1", delta=streamed),
+        TextMessageEndEvent(message_id="a1"),
+        MessagesSnapshotEvent(messages=[AssistantMessage(id="a1", content=snapshot)]),
+    ]
+    out = await run_script(store, kit, body, policy=policy)
+    assert type(out[-1]) is RunFinishedEvent
+    history = await kit.history(store, "u", "thread-1")
+    (message,) = [m for m in history if m.agui_id == "a1"]
+    assert message.content == stored
+    assert "agui_snapshot" not in message.metadata
+    assert message.metadata[SURROGATES_NOTE] == 1
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+async def test_a_snapshot_under_another_id_with_a_lone_surrogate_is_the_streamed_message(
+    store, kit, policy
+):
+    # Rule 3 (a snapshot message whose id names nothing is the record of the same text):
+    # the snapshot's text is compared as stored, so the lone surrogate does not make it a
+    # second message.
+    body = [
+        TextMessageStartEvent(message_id="a1", role="assistant"),
+        TextMessageContentEvent(message_id="a1", delta="x " + B + " y"),
+        TextMessageEndEvent(message_id="a1"),
+        MessagesSnapshotEvent(messages=[AssistantMessage(id="fresh", content="x " + B + " y")]),
+    ]
+    out = await run_script(store, kit, body, policy=policy)
+    assert type(out[-1]) is RunFinishedEvent
+    history = await kit.history(store, "u", "thread-1")
+    assert [(m.agui_id, m.content) for m in history if m.role is Role.ASSISTANT] == [
+        ("a1", "x \ufffd y")
+    ]
 
 
 async def test_an_empty_thread_id_is_invalid_input_without_an_error_log(store, kit, caplog):

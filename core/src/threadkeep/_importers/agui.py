@@ -119,15 +119,16 @@ async def import_agui(
         raise InvalidArgument(f"thread_scope is 'recording' or 'thread', not {thread_scope!r}")
     runs = runs_of(read_recordings(Path(path)))  # in outline: every file checked
     chats = _by_chat(runs, thread_scope)
+    old_keys: frozenset[str] = frozenset()
     if thread_scope == "recording":
-        chats = await _keep_old_keys(store, user_id, runs, chats)
+        chats, old_keys = await _keep_old_keys(store, user_id, runs, chats)
     present = await _all_present(store, user_id, chats)
     if present is not None:  # an unchanged import: proven without parsing every event
         if progress is not None:
             progress(0, len(runs))
             progress(len(runs), len(runs))
         return present
-    importer = _Import(store, user_id, keep_events, progress, len(runs))
+    importer = _Import(store, user_id, keep_events, progress, len(runs), old_keys)
     if progress is not None:
         progress(0, len(runs))  # read: writing starts
     keys = list(chats)
@@ -151,7 +152,7 @@ def _old_key(run: RunRecord) -> str | None:
 
 async def _keep_old_keys(
     store: Store, user_id: str, runs: list[RunRecord], chats: dict[str, list[RunRecord]]
-) -> dict[str, list[RunRecord]]:
+) -> tuple[dict[str, list[RunRecord]], frozenset[str]]:
     """Regroup recordings under the chat key an import before session 25 gave them.
 
     Those imports keyed a loose file in a subfolder by its file name alone (so ``a/run.jsonl``
@@ -164,7 +165,9 @@ async def _keep_old_keys(
 
     Returns:
         ``chats``, regrouped (one ``find_chats`` read per 500 keys when any file has an
-        old key; ``chats`` itself when none has).
+        old key; ``chats`` itself when none has), and the old keys kept: the proof written
+        to such a chat stays one without ``names``, so that the next import keeps the old
+        key too (with ``names``, it split the chat's recordings into new chats, copying them).
     """
     groups: dict[str, set[str]] = {}
     for key, members in chats.items():
@@ -172,7 +175,7 @@ async def _keep_old_keys(
         if old is not None:
             groups.setdefault(old, set()).add(key)
     if not groups:
-        return chats
+        return chats, frozenset()
     wanted = sorted({*groups, *(k for keys in groups.values() for k in keys)})
     found: dict[str, Chat] = {}
     for start in range(0, len(wanted), LOOKUP_BATCH):
@@ -185,12 +188,12 @@ async def _keep_old_keys(
         for key in keys
     }
     if not moved:
-        return chats
+        return chats, frozenset()
     regrouped: dict[str, list[RunRecord]] = {}
     for run in runs:
         key = _recording_key(run)
         regrouped.setdefault(moved.get(key, key), []).append(run)
-    return regrouped
+    return regrouped, frozenset(moved.values())
 
 
 def _by_chat(runs: list[RunRecord], thread_scope: ThreadScope) -> dict[str, list[RunRecord]]:
@@ -237,6 +240,8 @@ class _Import:
     keep_events: bool
     progress: ProgressCallback | None
     total: int
+    old_keys: frozenset[str] = frozenset()
+    """Chats kept under the key an import before session 25 gave them (``_keep_old_keys``)."""
     report: ImportReport = field(default_factory=ImportReport)
     done: int = 0
     waiting: int = 0
@@ -293,7 +298,9 @@ class _Import:
             return  # every run was stored already: its proof (another set's) stays
         # Written last: every run of the chat is stored.
         counts = {"messages": part.messages, "tool_calls": part.tool_calls}
-        note = {"digest": proof, "counts": counts, "names": NAMES}
+        note: dict[str, Any] = {"digest": proof, "counts": counts}
+        if key not in self.old_keys:  # an old key's chat stays one (see _keep_old_keys)
+            note["names"] = NAMES
         metadata = {**chat.metadata, CHAT_PROOF: note}
         await self.store.update_chat(chat.chat_id, metadata=metadata)
 

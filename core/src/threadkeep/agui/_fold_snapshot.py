@@ -52,7 +52,7 @@ from ag_ui.core import (
 from .._models import MessageStatus, Role, ToolCall
 from ._fold_base import FoldBase
 from ._state import REUSED_ID_NOTE, FoldState, Record
-from ._text import SNAPSHOT_NOTE, TextBuffer, held_texts, repair_surrogates
+from ._text import SNAPSHOT_NOTE, TextBuffer, held_texts, repair_surrogates, repair_value
 from ._translate import AguiMessage, message_from_agui, parts_from_agui
 
 __all__ = ["SNAPSHOT_NOTE", "SnapshotHandlers"]
@@ -261,8 +261,10 @@ _BY_CONTENT = (UserMessage, AssistantMessage, SystemMessage, DeveloperMessage)
 
 
 def _sent(message: AguiMessage) -> tuple[str, list[dict[str, Any]]]:
+    """A snapshot message's text and parts as they are stored (lone surrogates as U+FFFD)."""
     text, parts = parts_from_agui(getattr(message, "content", None))
-    return text, [p.model_dump() for p in parts]
+    dumped, _ = repair_value([p.model_dump() for p in parts])
+    return repair_surrogates(text)[0], dumped
 
 
 def _empty(message: AguiMessage) -> bool:
@@ -301,14 +303,16 @@ def _is_json(text: str) -> bool:
 def _merge(buffer: TextBuffer, snapshot: str) -> bool:
     """Apply the strict-prefix rule; return whether the texts now agree.
 
-    The streamed text is compared as it will be stored: a surrogate pair split across two
+    Both texts are compared as they will be stored: a surrogate pair split across two
     deltas (JavaScript stacks split by UTF-16 code unit) is one character, as the
-    snapshot's JSON string decodes it.
+    snapshot's JSON string decodes it, and a lone surrogate is U+FFFD on both sides (the
+    snapshot repeating the stream's lone surrogate agrees with it).
     """
     streamed, _ = repair_surrogates(buffer.text())
-    if streamed == snapshot:
+    wanted, _ = repair_surrogates(snapshot)
+    if streamed == wanted:
         return True
-    if snapshot.startswith(streamed):
-        buffer.append(snapshot[len(streamed) :])
+    if wanted.startswith(streamed):
+        buffer.append(wanted[len(streamed) :])
         return True
     return False

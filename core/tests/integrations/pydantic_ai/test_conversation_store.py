@@ -309,3 +309,38 @@ async def test_bytes_keep_the_fidelity_of_the_messages_adapter(backend) -> None:
         loaded = await store.load("bytes")
         assert loaded is not None
         assert loaded.messages == expected
+
+
+async def test_a_save_and_a_delete_of_one_revision_at_once_one_wins(backend) -> None:
+    """A delete is a compare-and-set like a save: of a save and a delete both expecting one
+    revision, exactly one succeeds (both did, and the save that reported success was lost
+    with the deleted chat)."""
+    async with backend.store() as tk:
+        store = ThreadkeepConversationStore(tk)
+        for round_ in range(8):
+            cid = f"c{round_}"
+            await store.save(Conversation(conversation_id=cid, messages=[*TURNS[0]]))
+            loaded = await store.load(cid)
+            assert loaded is not None
+            revision = loaded.revision
+            assert revision is not None
+            loaded.messages.extend(TURNS[1])
+
+            async def delete(delay: int, cid: str = cid, revision: str = revision) -> None:
+                for _ in range(delay):
+                    await asyncio.sleep(0)  # a different interleaving each round
+                await store.delete_record(cid, expected_revision=revision)
+
+            saved, deleted = await asyncio.gather(
+                store.save(loaded), delete(round_), return_exceptions=True
+            )
+            outcomes = [not isinstance(r, BaseException) for r in (saved, deleted)]
+            assert outcomes.count(True) == 1, (round_, saved, deleted)
+            errors = [r for r in (saved, deleted) if isinstance(r, BaseException)]
+            assert all(isinstance(e, ConversationConflict) for e in errors), errors
+            after = await store.load(cid)
+            if outcomes[0]:
+                assert after is not None
+                assert after.messages == [*TURNS[0], *TURNS[1]]
+            else:
+                assert after is None

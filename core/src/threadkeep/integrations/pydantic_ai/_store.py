@@ -14,14 +14,18 @@ scope, branches, a revision that changes on every save). The five storage primit
 - a save is a compare-and-set: the record is appended, then the record just before it must be
   the revision the save expected (none for a new conversation); otherwise the new record is
   taken back and ``ConversationConflict`` raised, so of concurrent savers exactly one wins;
-- ``delete_record`` deletes the conversation's chat (a threadkeep soft delete; ``purge`` removes
-  it for good). Entries are kept: a fork's or a concurrent save's history may reach them.
+- ``delete_record`` is a compare-and-set too: it appends a deletion marker expecting the
+  revision, and deletes the conversation's chat only if the marker won as a save wins (a
+  threadkeep soft delete; ``purge`` removes it for good); of a save and a delete expecting one
+  revision exactly one succeeds. Entries are kept: a fork's or a concurrent save's history may
+  reach them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 from uuid import UUID
 
@@ -35,7 +39,7 @@ from pydantic_ai.conversation_store import (
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelRequest
 from typing_extensions import override
 
-from threadkeep import MAX_PAGE_LIMIT, Chat, InvalidArgument, Message, Role, Store
+from threadkeep import MAX_PAGE_LIMIT, Chat, ChatNotFound, InvalidArgument, Message, Role, Store
 
 from .._backend import StoreHandle, StoreSource
 
@@ -43,6 +47,9 @@ __all__ = ["CHANNEL", "ThreadkeepConversationStore"]
 
 _BASED_ON = "based_on"
 """Metadata key of a record message: the revision its save expected (``None``: a new one)."""
+
+_DELETES = "deletes"
+"""Metadata key (``True``) of a deletion marker: a record message of ``delete_record``."""
 
 CHANNEL = "pydantic-ai-conversations"
 """The channel of the chats a :class:`ThreadkeepConversationStore` keeps."""
@@ -156,7 +163,7 @@ class ThreadkeepConversationStore(ConversationStore):
                 )
                 ids = [c.chat_id for c in page.items if c.thread_id.startswith(prefix)]
                 newest = await store.get_last_messages(ids) if ids else {}
-                records.extend(_record_of(m) for m in newest.values())
+                records.extend(_record_of(m) for m in newest.values() if not _deletes(m))
                 if not page.has_more:
                     break
                 cursor = page.next_cursor
@@ -205,20 +212,22 @@ class ThreadkeepConversationStore(ConversationStore):
             chat = await store.create_chat(
                 self._user_id, self._thread(record.conversation_id), channel=CHANNEL
             )
-            (mine,) = await store.append_messages(
-                chat.chat_id,
-                [
-                    {
-                        "role": Role.SYSTEM,
-                        "content": _record_json(record),
-                        "metadata": {_BASED_ON: expected_revision},
-                    }
-                ],
-            )
-            if mine.message_id not in {m.message_id for m in await _accepted(store, chat.chat_id)}:
-                # Another save landed first: take this record back (its entries stay, unused).
-                await store.delete_messages(chat.chat_id, [mine.message_id])
-                raise ConversationConflict(record.conversation_id)
+            with _deleted_is_conflict(record.conversation_id):  # a delete came in between
+                (mine,) = await store.append_messages(
+                    chat.chat_id,
+                    [
+                        {
+                            "role": Role.SYSTEM,
+                            "content": _record_json(record),
+                            "metadata": {_BASED_ON: expected_revision},
+                        }
+                    ],
+                )
+                accepted = await _accepted(store, chat.chat_id)
+                if mine.message_id not in {m.message_id for m in accepted}:
+                    # Another save landed first: take this record back (its entries stay).
+                    await store.delete_messages(chat.chat_id, [mine.message_id])
+                    raise ConversationConflict(record.conversation_id)
 
         await self._handle.run(write)
 
@@ -236,10 +245,20 @@ class ThreadkeepConversationStore(ConversationStore):
             chat = await store.find_chat(self._user_id, self._thread(conversation_id))
             if chat is None:
                 raise ConversationConflict(conversation_id)
-            accepted = await _accepted(store, chat.chat_id)
-            if not accepted or _record_of(accepted[-1]).revision != expected_revision:
-                raise ConversationConflict(conversation_id)
-            await store.delete_chat(chat.chat_id)
+            with _deleted_is_conflict(conversation_id):  # another delete came in between
+                accepted = await _accepted(store, chat.chat_id)
+                if not accepted or _revision_of(accepted[-1]) != expected_revision:
+                    raise ConversationConflict(conversation_id)
+                marker = {_BASED_ON: expected_revision, _DELETES: True}
+                (mine,) = await store.append_messages(
+                    chat.chat_id, [{"role": Role.SYSTEM, "content": "deleted", "metadata": marker}]
+                )
+                accepted = await _accepted(store, chat.chat_id)
+                if mine.message_id not in {m.message_id for m in accepted}:
+                    # A save landed first: take the marker back, the conversation stays.
+                    await store.delete_messages(chat.chat_id, [mine.message_id])
+                    raise ConversationConflict(conversation_id)
+                await store.delete_chat(chat.chat_id)
 
         await self._handle.run(delete)
 
@@ -293,8 +312,13 @@ class ThreadkeepConversationStore(ConversationStore):
         chat = await store.find_chat(self._user_id, self._thread(conversation_id))
         if chat is None:
             return None
-        accepted = await _accepted(store, chat.chat_id)
-        return _record_of(accepted[-1]) if accepted else None
+        try:
+            accepted = await _accepted(store, chat.chat_id)
+        except ChatNotFound:  # deleted since it was found
+            return None
+        if not accepted or _deletes(accepted[-1]):  # none, or being deleted
+            return None
+        return _record_of(accepted[-1])
 
 
 def _role(entry: ConversationEntry) -> Role:
@@ -305,15 +329,39 @@ def _revision(record: ConversationRecord | None) -> str | None:
     return record.revision if record is not None else None
 
 
+@contextmanager
+def _deleted_is_conflict(conversation_id: str) -> Iterator[None]:
+    """Raise ``ConversationConflict`` for the conversation's chat deleted under a save or delete.
+
+    A concurrent ``delete_record`` that won deletes the chat between this call's read and its
+    write (``ChatNotFound`` from the store): the conversation was deleted since it was read.
+    """
+    try:
+        yield
+    except ChatNotFound as exc:
+        raise ConversationConflict(conversation_id) from exc
+
+
+def _deletes(message: Message) -> bool:
+    """Whether a record message is a deletion marker (:data:`_DELETES`)."""
+    return (message.metadata or {}).get(_DELETES) is True
+
+
+def _revision_of(message: Message) -> str:
+    """The revision a record message makes current (a deletion marker's: none a save expects)."""
+    return f"deleted:{message.message_id}" if _deletes(message) else _record_of(message).revision
+
+
 async def _accepted(store: Store, chat_id: UUID) -> list[Message]:
     """The record messages of the conversation that won their save, oldest first.
 
     Each record message names the revision its save expected (:data:`_BASED_ON`). A record is
     accepted when that is the revision of the accepted record before it (``None`` for the
-    first), so of saves expecting one revision, the first stored wins, and a save built on a
-    record that lost (read in the instant before it was taken back) loses too. Only the newest
-    page (200 records) is read: its oldest record is taken as accepted when older ones exist
-    (a losing record is taken back at once, so one that old is a winner).
+    first), so of saves (and deletion markers) expecting one revision, the first stored wins,
+    and a save built on a record that lost (read in the instant before it was taken back)
+    loses too. Only the newest page (200 records) is read: its oldest record is taken as
+    accepted when older ones exist (a losing record is taken back at once, so one that old
+    is a winner).
     """
     page = await store.list_messages(chat_id, limit=MAX_PAGE_LIMIT)
     accepted: list[Message] = []
@@ -322,5 +370,5 @@ async def _accepted(store: Store, chat_id: UUID) -> list[Message]:
         based_on = (message.metadata or {}).get(_BASED_ON)
         if based_on == last or (index == 0 and page.has_more):
             accepted.append(message)
-            last = _record_of(message).revision
+            last = _revision_of(message)
     return accepted
