@@ -278,8 +278,30 @@ CALL_0_AGAIN_WITH_A_SNAPSHOT = M.Conversation(
 )
 
 
+def _parentless_calls(*ids: str) -> Any:
+    """A group of calls naming no parent at a run's start (no text events), unanswered."""
+    calls = [M.Call(i, "get_weather", "{}", ["{}"], False, False, True, None) for i in ids]
+    text = M.Text(None, "", [], False, False, True, calls)
+    return M.Group([text], [], [n for n in range(len(ids)) for _ in (0, 1)], [], [], True)
+
+
+# 6. Calls numbered per turn, parentless in run 1 (the client names that assistant message
+#    by its first call's id, `call_0`), and run 2 calls `call_0` again under a text of its
+#    own: the snapshot's earlier message `call_0` matched run 2's call by that id, and run
+#    2's message took run 1's calls (stored twice). A message the run began with is that
+#    earlier message whatever call ids this run streams.
+PARENTLESS_CALL_0_THEN_CALL_0 = M.Conversation(
+    [
+        _run(1, [_parentless_calls("call_0", "call_1")]),
+        _call_turn(2, "txt-2", "res-2", "", history="ids", snapshot="equal"),
+    ],
+    False,
+)
+
+
 @settings(FIXTURE_OK, max_examples=EXAMPLES)
 @example(conversation=CHUNK_THEN_ERROR)
+@example(conversation=PARENTLESS_CALL_0_THEN_CALL_0)
 @example(conversation=DISAGREE_THEN_FRESH_ECHO)
 @example(conversation=SPLIT_PAIR_THEN_LONGER_SNAPSHOT)
 @example(conversation=UNENDED_PHASE_THEN_THINKING)

@@ -138,6 +138,15 @@ class SnapshotHandlers(FoldBase):
         record = state.record_for(message.id)
         if record is not None:
             return record
+        if _began_with(state, message.id):
+            # A message the run began with is that earlier message, even where its id is
+            # also a call id of this run: clients name a parentless call's message by the
+            # call's id, and providers number calls per turn (call_0 in every run).
+            return None
+        return self.host_match(state, message)
+
+    def host_match(self, state: FoldState, message: AguiMessage) -> Record | None:
+        """The run's record hosting the message's id as a call or reasoning, or its calls."""
         if message.id in state.tool_hosts:
             return state.records[state.tool_hosts[message.id][0]]
         if message.id in state.reasoning_hosts:
@@ -146,13 +155,7 @@ class SnapshotHandlers(FoldBase):
             for call in message.tool_calls or []:
                 if call.id in state.tool_hosts:
                     return state.records[state.tool_hosts[call.id][0]]
-        if (
-            isinstance(message, ToolMessage)
-            and message.tool_call_id
-            and not _began_with(state, message.id)
-        ):
-            # A tool message the run began with is that earlier message, not this run's
-            # answer to a call of the same id (providers number calls per turn: call_0).
+        if isinstance(message, ToolMessage) and message.tool_call_id:
             answers = [
                 r
                 for r in state.records.values()
