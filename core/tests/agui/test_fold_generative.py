@@ -297,11 +297,21 @@ PARENTLESS_CALL_0_THEN_CALL_0 = M.Conversation(
     ],
     False,
 )
+# The same with run 2's call parentless too: the snapshot then lists two messages `call_0`
+# (run 1's, the run began with it, and run 2's own); CI run 1 of session 25 drew it.
+PARENTLESS_CALL_0_TWICE = M.Conversation(
+    [
+        _run(1, [_parentless_calls("call_0", "call_1")]),
+        _run(2, [_parentless_calls("call_0")], history="ids", snapshot="equal"),
+    ],
+    False,
+)
 
 
 @settings(FIXTURE_OK, max_examples=EXAMPLES)
 @example(conversation=CHUNK_THEN_ERROR)
 @example(conversation=PARENTLESS_CALL_0_THEN_CALL_0)
+@example(conversation=PARENTLESS_CALL_0_TWICE)
 @example(conversation=DISAGREE_THEN_FRESH_ECHO)
 @example(conversation=SPLIT_PAIR_THEN_LONGER_SNAPSHOT)
 @example(conversation=UNENDED_PHASE_THEN_THINKING)
